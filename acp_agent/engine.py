@@ -1,0 +1,275 @@
+"""One prompt turn: model call -> tool calls -> results -> model call ... until the model stops.
+
+The engine speaks only the neutral vocabulary: it emits turn events to its host and asks the
+host for permission; it knows no wire format and no vendor. Cancellation arrives as anyio
+cancellation of the caller's scope; the history is left consistent (every tool call
+answered) whatever ends the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+from pydantic import ValidationError
+
+from .messages import (
+    Message,
+    MessageChunk,
+    ModelStopReason,
+    Part,
+    Stop,
+    TextDelta,
+    TextPart,
+    ThinkingDelta,
+    ThinkingPart,
+    ThoughtChunk,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolResultPart,
+    TurnEvent,
+    TurnStopReason,
+    Usage,
+    UsageUpdated,
+)
+from .providers import ModelRequest, Provider
+from .tools import (
+    Decision,
+    PermissionQuestion,
+    Tool,
+    ToolContext,
+    ToolFailed,
+    needs_permission,
+)
+
+log = logging.getLogger(__name__)
+
+CANCELLED_RESULT = "The user cancelled this tool call."
+# Time allowed to report a tool call's end after the turn was cancelled.
+CLEANUP_SECONDS = 0.5
+
+
+class TurnHost(Protocol):
+    async def emit(self, event: TurnEvent) -> None: ...
+
+    async def ask_permission(self, question: PermissionQuestion) -> Decision: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    model: str
+    system_prompt: str
+    context_window: int
+    max_turn_requests: int
+    max_output_tokens: int | None = None
+
+
+@dataclass
+class Turn:
+    provider: Provider
+    settings: TurnSettings
+    history: list[Message]
+    tools: Mapping[str, Tool[Any]]
+    context: ToolContext
+    host: TurnHost
+    always_allowed: set[str] = field(default_factory=set)
+    """Tool names the user answered "always" for, shared with the session."""
+
+    async def run(self, prompt: Message) -> TurnStopReason:
+        self.history.append(prompt)
+        try:
+            for _ in range(self.settings.max_turn_requests):
+                stop = await self._call_model()
+                if stop != "tool_use":
+                    return stop
+                calls = self.history[-1].tool_calls
+                if not calls:
+                    return "end_turn"
+                await self._run_tools(calls)
+            return "max_turn_requests"
+        finally:
+            self._answer_open_tool_calls()
+
+    def _answer_open_tool_calls(self) -> None:
+        """Vendors reject a history where a tool call has no result: fill the gaps."""
+        last = self.history[-1]
+        if last.role == "assistant":
+            calls, results = last.tool_calls, Message("tool")
+        elif last.role == "tool" and len(self.history) > 1:
+            calls, results = self.history[-2].tool_calls, last
+        else:
+            return
+        answered = {p.tool_call_id for p in results.parts if isinstance(p, ToolResultPart)}
+        for call in calls:
+            if call.id not in answered:
+                results.parts.append(
+                    ToolResultPart(call.id, (TextPart(CANCELLED_RESULT),), is_error=True)
+                )
+        if results.parts and results is not last:
+            self.history.append(results)
+
+    # --- model calls ---------------------------------------------------------------------
+
+    async def _call_model(self) -> ModelStopReason:
+        request = ModelRequest(
+            model=self.settings.model,
+            system=self.settings.system_prompt,
+            messages=list(self.history),
+            tools=[tool.spec() for tool in self.tools.values()],
+            max_output_tokens=self.settings.max_output_tokens,
+        )
+        reply = _ReplyBuilder()
+        stop: ModelStopReason | None = None
+        try:
+            async with self.provider.stream(request) as events:
+                async for event in events:
+                    match event:
+                        case TextDelta(text=text):
+                            reply.add_text(text)
+                            await self.host.emit(MessageChunk(text))
+                        case ThinkingDelta(text=text, provider_data=data):
+                            reply.add_thinking(text, data)
+                            if text:
+                                await self.host.emit(ThoughtChunk(text))
+                        case ToolCallEnd(call=call):
+                            reply.parts.append(call)
+                        case Usage() as usage:
+                            await self.host.emit(self._usage_update(usage))
+                        case Stop(reason=reason):
+                            stop = reason
+                        case _:
+                            pass  # tool call start / argument deltas: shown once complete
+        finally:
+            # Whatever ended the call (stop, error, cancellation), keep what was streamed.
+            message = reply.message()
+            if message.parts:
+                self.history.append(message)
+        if stop is None:
+            return "end_turn"
+        return stop
+
+    def _usage_update(self, usage: Usage) -> UsageUpdated:
+        used = usage.input_tokens + usage.output_tokens
+        return UsageUpdated(used=used, size=self.settings.context_window)
+
+    # --- tool calls ----------------------------------------------------------------------
+
+    async def _run_tools(self, calls: list[ToolCallPart]) -> None:
+        results = Message("tool")
+        self.history.append(results)
+        for call in calls:
+            results.parts.append(await self._run_tool(call))
+
+    async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            await self.host.emit(ToolCallStarted(call.id, call.name, "other", raw_input=call.arguments))
+            known = ", ".join(self.tools) or "none"
+            return await self._fail(call, f"There is no tool named {call.name!r}. Tools: {known}.")
+        await self.host.emit(
+            ToolCallStarted(call.id, tool.name, tool.kind, raw_input=call.arguments)
+        )
+        try:
+            params = _parse_arguments(tool, call)
+        except ToolFailed as exc:
+            return await self._fail(call, str(exc))
+        await self.host.emit(
+            ToolCallUpdated(
+                call.id,
+                title=tool.title(params, self.context),
+                locations=tool.locations(params, self.context),
+            )
+        )
+        if needs_permission(tool, params, self.context) and tool.name not in self.always_allowed:
+            decision = await self.host.ask_permission(
+                PermissionQuestion(call.id, tool.title(params, self.context), tool.kind, call.arguments)
+            )
+            if decision == "cancelled":
+                raise anyio.get_cancelled_exc_class()()
+            if decision == "allow_always":
+                self.always_allowed.add(tool.name)
+            if decision in ("reject_once", "reject_always"):
+                return await self._fail(call, "The user rejected this tool call.")
+        await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
+        try:
+            outcome = await tool.run(params, self.context)
+        except ToolFailed as exc:
+            return await self._fail(call, str(exc))
+        except anyio.get_cancelled_exc_class():
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await self.host.emit(
+                    ToolCallUpdated(call.id, status="failed", content=(TextPart("Cancelled."),))
+                )
+            raise
+        await self.host.emit(
+            ToolCallUpdated(
+                call.id,
+                status="completed",
+                title=outcome.title,
+                content=outcome.display,
+                locations=outcome.locations or None,
+            )
+        )
+        return ToolResultPart(call.id, (TextPart(outcome.model_text),))
+
+    async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
+        await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
+        return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+
+
+def _parse_arguments(tool: Tool[Any], call: ToolCallPart) -> Any:
+    if "_invalid_json" in call.arguments:
+        raise ToolFailed(
+            f"The arguments for {tool.name} were not valid JSON: {call.arguments['_invalid_json']!r}"
+        )
+    try:
+        return tool.params_model.model_validate(call.arguments)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ToolFailed(f"Invalid arguments for {tool.name}: {problems}") from None
+
+
+class _ReplyBuilder:
+    """Accumulates one assistant message from stream deltas, merging adjacent text."""
+
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._thinking_data: dict[str, Any] | None = None
+
+    def add_text(self, text: str) -> None:
+        self._flush_thinking()
+        self._text.append(text)
+
+    def add_thinking(self, text: str, data: dict[str, Any] | None) -> None:
+        self._flush_text()
+        self._thinking.append(text)
+        if data:
+            self._thinking_data = {**(self._thinking_data or {}), **data}
+
+    def message(self) -> Message:
+        self._flush_text()
+        self._flush_thinking()
+        # Tool calls go last: vendors expect them after the text they follow.
+        ordered = [p for p in self.parts if not isinstance(p, ToolCallPart)]
+        ordered += [p for p in self.parts if isinstance(p, ToolCallPart)]
+        return Message("assistant", ordered)
+
+    def _flush_text(self) -> None:
+        if self._text:
+            self.parts.append(TextPart("".join(self._text)))
+            self._text = []
+
+    def _flush_thinking(self) -> None:
+        if self._thinking or self._thinking_data:
+            self.parts.append(ThinkingPart("".join(self._thinking), self._thinking_data))
+            self._thinking, self._thinking_data = [], None

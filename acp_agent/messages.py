@@ -1,0 +1,225 @@
+"""The neutral vocabulary shared by the engine, providers, tools and store.
+
+Plain dataclasses only: no ACP types, no vendor types. Three families live here:
+
+- conversation: `Message` made of `Part`s (what the model sees and the store keeps);
+- stream events: what a provider yields while a model call streams;
+- turn events: what the engine emits during a prompt turn, mapped to `session/update`
+  by the protocol layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+# --- conversation -------------------------------------------------------------------------
+
+Role: TypeAlias = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    data: str
+    """Base64-encoded bytes."""
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    text: str
+    provider_data: dict[str, Any] | None = None
+    """Vendor-only data the vendor needs back on the next request (e.g. a signature)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    tool_call_id: str
+    content: tuple[TextPart | ImagePart, ...]
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(part.text for part in self.content if isinstance(part, TextPart))
+
+
+Part: TypeAlias = TextPart | ImagePart | ThinkingPart | ToolCallPart | ToolResultPart
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [part for part in self.parts if isinstance(part, ToolCallPart)]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object."""
+
+
+# --- stream events (provider -> engine) ----------------------------------------------------
+
+ModelStopReason: TypeAlias = Literal["end_turn", "max_tokens", "refusal", "tool_use"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+    provider_data: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgsDelta:
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    call: ToolCallPart
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    reason: ModelStopReason
+
+
+StreamEvent: TypeAlias = (
+    TextDelta | ThinkingDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Usage | Stop
+)
+
+
+# --- turn events (engine -> protocol) ------------------------------------------------------
+
+ToolKind: TypeAlias = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffContent:
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalContent:
+    terminal_id: str
+
+
+ToolContent: TypeAlias = TextPart | DiffContent | TerminalContent
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    id: str
+    title: str
+    kind: ToolKind
+    status: ToolStatus = "pending"
+    raw_input: dict[str, Any] | None = None
+    locations: tuple[Location, ...] = ()
+    content: tuple[ToolContent, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUpdated:
+    id: str
+    status: ToolStatus | None = None
+    title: str | None = None
+    content: tuple[ToolContent, ...] | None = None
+    locations: tuple[Location, ...] | None = None
+    raw_output: Any = None
+
+
+PlanPriority: TypeAlias = Literal["high", "medium", "low"]
+PlanStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    priority: PlanPriority = "medium"
+    status: PlanStatus = "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    used: int
+    size: int
+    cost_usd: float | None = None
+
+
+TurnEvent: TypeAlias = (
+    MessageChunk | ThoughtChunk | ToolCallStarted | ToolCallUpdated | PlanUpdated | UsageUpdated
+)
+
+TurnStopReason: TypeAlias = Literal[
+    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
+]

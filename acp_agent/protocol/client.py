@@ -1,0 +1,115 @@
+"""Typed calls to the client, refusing any `fs/*` or `terminal/*` it did not advertise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import TurnEvent
+from ..rpc.endpoint import Endpoint
+from ..rpc.errors import RpcError
+from ..tools import Decision, PermissionQuestion, ToolFailed
+from . import schema as s
+from .handshake import ClientCapabilities
+from .updates import dump, session_update
+
+PERMISSION_OPTIONS = (
+    ("allow_once", "Allow"),
+    ("allow_always", "Always allow"),
+    ("reject_once", "Reject"),
+    ("reject_always", "Always reject"),
+)
+
+
+class CapabilityMissing(Exception):
+    """A call the client did not advertise; raised before anything is sent."""
+
+
+class ClientProxy:
+    def __init__(self, endpoint: Endpoint, capabilities: ClientCapabilities) -> None:
+        self._endpoint = endpoint
+        self.capabilities = capabilities
+
+    async def send_update(self, session_id: str, event: TurnEvent) -> None:
+        await self._endpoint.notify(
+            "session/update", {"sessionId": session_id, "update": session_update(event)}
+        )
+
+    async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
+        request = s.RequestPermissionRequest(
+            session_id=session_id,
+            tool_call=s.ToolCallUpdate(
+                tool_call_id=question.tool_call_id,
+                title=question.title,
+                kind=question.kind,
+                raw_input=question.raw_input,
+            ),
+            options=[
+                s.PermissionOption(option_id=kind, name=name, kind=kind)
+                for kind, name in PERMISSION_OPTIONS
+            ],
+        )
+        raw = await self._endpoint.request("session/request_permission", dump(request))
+        return _decision(raw)
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None
+    ) -> str:
+        if not self.capabilities.read_text_file:
+            raise CapabilityMissing("the client did not advertise fs.readTextFile")
+        request = s.ReadTextFileRequest(session_id=session_id, path=path, line=line, limit=limit)
+        raw = await self._endpoint.request("fs/read_text_file", dump(request))
+        return s.ReadTextFileResponse.model_validate(raw).content
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        if not self.capabilities.write_text_file:
+            raise CapabilityMissing("the client did not advertise fs.writeTextFile")
+        request = s.WriteTextFileRequest(session_id=session_id, path=path, content=content)
+        await self._endpoint.request("fs/write_text_file", dump(request))
+
+    def editor(self, session_id: str) -> SessionEditor:
+        return SessionEditor(self, session_id)
+
+
+class SessionEditor:
+    """The `tools.Editor` of one session: client errors become `ToolFailed` for the model."""
+
+    def __init__(self, client: ClientProxy, session_id: str) -> None:
+        self._client = client
+        self._session_id = session_id
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._client.capabilities.read_text_file
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._client.capabilities.write_text_file
+
+    async def read_text_file(self, path: str, line: int | None, limit: int | None) -> str:
+        try:
+            return await self._client.read_text_file(self._session_id, path, line, limit)
+        except RpcError as exc:
+            raise ToolFailed(f"the editor could not read {path}: {exc.message}") from None
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        try:
+            await self._client.write_text_file(self._session_id, path, content)
+        except RpcError as exc:
+            raise ToolFailed(f"the editor could not write {path}: {exc.message}") from None
+
+
+def _decision(raw: Any) -> Decision:
+    """The chosen option; anything unreadable counts as a rejection, never as consent."""
+    outcome = raw.get("outcome") if isinstance(raw, dict) else None
+    if not isinstance(outcome, dict):
+        return "reject_once"
+    if outcome.get("outcome") == "cancelled":
+        return "cancelled"
+    chosen = outcome.get("optionId")
+    for kind, _ in PERMISSION_OPTIONS:
+        if chosen == kind:
+            return kind  # type: ignore[return-value]
+    return "reject_once"
+
+
+__all__ = ["CapabilityMissing", "ClientProxy", "SessionEditor"]

@@ -1,0 +1,96 @@
+"""Turn events -> `session/update` payloads, built with the schema models and dumped strictly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import (
+    DiffContent,
+    Location,
+    MessageChunk,
+    PlanUpdated,
+    TerminalContent,
+    TextPart,
+    ThoughtChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolContent,
+    TurnEvent,
+    UsageUpdated,
+)
+from . import schema as s
+
+
+def session_update(event: TurnEvent) -> dict[str, Any]:
+    return dump(_update_model(event))
+
+
+def dump(model: s.BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _update_model(event: TurnEvent) -> s.BaseModel:
+    match event:
+        case MessageChunk(text=text):
+            return s.AgentMessageChunk(
+                session_update="agent_message_chunk", content=_text_block(text)
+            )
+        case ThoughtChunk(text=text):
+            return s.AgentThoughtChunk(
+                session_update="agent_thought_chunk", content=_text_block(text)
+            )
+        case ToolCallStarted():
+            return s.ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=event.id,
+                title=event.title,
+                kind=event.kind,
+                status=event.status,
+                raw_input=event.raw_input,
+                locations=[_location(loc) for loc in event.locations] or None,
+                content=[_tool_content(c) for c in event.content] or None,
+            )
+        case ToolCallUpdated():
+            return s.ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.id,
+                status=event.status,
+                title=event.title,
+                raw_output=event.raw_output,
+                locations=None
+                if event.locations is None
+                else [_location(loc) for loc in event.locations],
+                content=None
+                if event.content is None
+                else [_tool_content(c) for c in event.content],
+            )
+        case PlanUpdated(entries=entries):
+            return s.AgentPlanUpdate(
+                session_update="plan",
+                entries=[
+                    s.PlanEntry(content=e.content, priority=e.priority, status=e.status)
+                    for e in entries
+                ],
+            )
+        case UsageUpdated():
+            return s.UsageUpdate(session_update="usage_update", used=event.used, size=event.size)
+
+
+def _text_block(text: str) -> s.TextContentBlock:
+    return s.TextContentBlock(type="text", text=text)
+
+
+def _location(location: Location) -> s.ToolCallLocation:
+    return s.ToolCallLocation(path=location.path, line=location.line)
+
+
+def _tool_content(content: ToolContent) -> s.BaseModel:
+    match content:
+        case TextPart(text=text):
+            return s.ContentToolCallContent(type="content", content=_text_block(text))
+        case DiffContent():
+            return s.FileEditToolCallContent(
+                type="diff", path=content.path, old_text=content.old_text, new_text=content.new_text
+            )
+        case TerminalContent(terminal_id=terminal_id):
+            return s.TerminalToolCallContent(type="terminal", terminal_id=terminal_id)

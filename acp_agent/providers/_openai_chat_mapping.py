@@ -1,0 +1,282 @@
+"""Neutral conversation -> Chat Completions request, and stream chunks -> neutral events.
+
+Pure functions and one small state machine, no I/O. Server differences handled here:
+reasoning arrives as `reasoning_content` (DeepSeek, older vLLM) or `reasoning` (Ollama,
+OpenRouter, newer vLLM); Ollama ends tool calls with finish_reason "stop"; Azure opens with
+a chunk without choices; some servers put usage on the finishing chunk instead of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionChunk,
+    ChatCompletionContentPartImageParam,
+    ChatCompletionContentPartParam,
+    ChatCompletionContentPartTextParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolMessageParam,
+    ChatCompletionUserMessageParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.completion_usage import CompletionUsage
+
+from ..messages import (
+    ImagePart,
+    Message,
+    ModelStopReason,
+    Part,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ThinkingDelta,
+    ThinkingPart,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallPart,
+    ToolCallStart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
+
+INVALID_JSON_KEY = "_invalid_json"
+"""Arguments that were not a JSON object arrive as {INVALID_JSON_KEY: raw text}."""
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_STOP_REASONS: dict[str, ModelStopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+class UnsupportedPart(ValueError):
+    """A part this API cannot carry in that role; a bug in the caller, not a user error."""
+
+
+# --- request ------------------------------------------------------------------------------
+
+
+def to_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+    result: list[ChatCompletionMessageParam] = []
+    if system:
+        result.append({"role": "system", "content": system})
+    for message in messages:
+        match message.role:
+            case "user":
+                result.append(_user_message(message.parts))
+            case "assistant":
+                result.append(_assistant_message(message.parts))
+            case "tool":
+                result.extend(_tool_message(part) for part in message.parts)
+            case _:
+                assert_never(message.role)
+    return result
+
+
+def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def _user_message(parts: Sequence[Part]) -> ChatCompletionUserMessageParam:
+    content = [_user_content(part) for part in parts]
+    if all(item["type"] == "text" for item in content):
+        # A plain string: older OpenAI-compatible servers reject content arrays for text.
+        return {"role": "user", "content": "\n".join(_texts(content))}
+    return {"role": "user", "content": content}
+
+
+def _user_content(part: Part) -> ChatCompletionContentPartParam:
+    match part:
+        case TextPart():
+            return _text_content(part)
+        case ImagePart():
+            return _image_content(part)
+    raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
+
+
+def _text_content(part: TextPart) -> ChatCompletionContentPartTextParam:
+    return {"type": "text", "text": part.text}
+
+
+def _image_content(part: ImagePart) -> ChatCompletionContentPartImageParam:
+    return {"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}}
+
+
+def _texts(content: Iterable[ChatCompletionContentPartParam]) -> Iterator[str]:
+    return (item["text"] for item in content if item["type"] == "text")
+
+
+def _assistant_message(parts: Sequence[Part]) -> ChatCompletionAssistantMessageParam:
+    texts: list[str] = []
+    calls: list[ChatCompletionMessageFunctionToolCallParam] = []
+    for part in parts:
+        match part:
+            case TextPart():
+                texts.append(part.text)
+            case ToolCallPart():
+                calls.append(_tool_call(part))
+            case ThinkingPart():
+                continue  # Chat Completions has no field to send reasoning back
+            case _:
+                raise UnsupportedPart(f"an assistant message cannot carry {type(part).__name__}")
+    message: ChatCompletionAssistantMessageParam = {
+        "role": "assistant",
+        "content": "".join(texts) or None,
+    }
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _tool_call(part: ToolCallPart) -> ChatCompletionMessageFunctionToolCallParam:
+    return {
+        "id": part.id,
+        "type": "function",
+        "function": {"name": part.name, "arguments": json.dumps(part.arguments)},
+    }
+
+
+def _tool_message(part: Part) -> ChatCompletionToolMessageParam:
+    if not isinstance(part, ToolResultPart):
+        raise UnsupportedPart(f"a tool message cannot carry {type(part).__name__}")
+    # Tool messages carry text only, so an image is described rather than dropped silently.
+    text = "\n".join(
+        item.text if isinstance(item, TextPart) else f"[image ({item.mime_type}) not shown]"
+        for item in part.content
+    )
+    if part.is_error:
+        text = f"Error: {text}"
+    return {"role": "tool", "tool_call_id": part.tool_call_id, "content": text or "(no output)"}
+
+
+# --- stream -------------------------------------------------------------------------------
+
+
+@dataclass
+class _PendingCall:
+    id: str
+    name: str = ""
+    fragments: list[str] = field(default_factory=list)
+    started: bool = False
+
+
+class ChunkMapper:
+    """Turns chunks into events as they arrive; `finish` closes tool calls and reports the stop."""
+
+    def __init__(self) -> None:
+        self.finish_reason: str | None = None
+        self._calls: list[_PendingCall] = []
+        self._by_index: dict[int, _PendingCall] = {}
+        self._usage: Usage | None = None
+        self._refused = False
+
+    def on_chunk(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
+        if chunk.usage is not None:
+            self._usage = _usage(chunk.usage)
+        for choice in chunk.choices:
+            yield from self._on_delta(choice.delta)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+
+    def finish(self) -> Iterator[StreamEvent]:
+        for call in self._calls:
+            if not call.started:
+                yield ToolCallStart(id=call.id, name=call.name)
+            arguments = _parse_arguments("".join(call.fragments))
+            yield ToolCallEnd(ToolCallPart(id=call.id, name=call.name, arguments=arguments))
+        if self._usage is not None:
+            yield self._usage
+        yield Stop(self._stop_reason())
+
+    def _on_delta(self, delta: ChoiceDelta) -> Iterator[StreamEvent]:
+        if reasoning := _reasoning(delta):
+            yield ThinkingDelta(reasoning)
+        if delta.content:
+            yield TextDelta(delta.content)
+        if delta.refusal:
+            self._refused = True
+            yield TextDelta(delta.refusal)
+        for tool_delta in delta.tool_calls or ():
+            yield from self._on_tool_delta(tool_delta)
+
+    def _on_tool_delta(self, delta: ChoiceDeltaToolCall) -> Iterator[StreamEvent]:
+        call = self._by_index.get(delta.index)
+        # A new id at a known index is a new call: some servers number every call 0.
+        if call is None or (delta.id and delta.id != call.id):
+            call = _PendingCall(id=delta.id or f"call_{len(self._calls) + 1}")
+            self._calls.append(call)
+            self._by_index[delta.index] = call
+        function = delta.function
+        fragment = function.arguments if function is not None else None
+        if fragment:
+            call.fragments.append(fragment)
+        if call.started:
+            if fragment:
+                yield ToolCallArgsDelta(id=call.id, delta=fragment)
+            return
+        if function is not None and function.name:
+            call.name = function.name
+            call.started = True
+            yield ToolCallStart(id=call.id, name=call.name)
+            if call.fragments:
+                yield ToolCallArgsDelta(id=call.id, delta="".join(call.fragments))
+
+    def _stop_reason(self) -> ModelStopReason:
+        if self._calls:
+            return "tool_use"
+        if self._refused:
+            return "refusal"
+        reason = _STOP_REASONS.get(self.finish_reason or "", "end_turn")
+        # "tool_calls" without a single call would leave the engine nothing to run.
+        return "end_turn" if reason == "tool_use" else reason
+
+
+def _reasoning(delta: ChoiceDelta) -> str | None:
+    extra = delta.model_extra or {}
+    for name in _REASONING_FIELDS:
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    details = usage.prompt_tokens_details
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
+        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+    )
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    if not raw.strip():
+        return {}  # servers send nothing at all for a tool without parameters
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        return {INVALID_JSON_KEY: raw}
+    return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}

@@ -1,0 +1,282 @@
+"""One JSON-RPC 2.0 connection: inbound requests run concurrently, outbound requests are
+correlated by id, and a single writer keeps frames in the order they were sent.
+
+The endpoint knows nothing of the protocol above it: methods are strings, params are
+whatever JSON the peer sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    ConnectionClosed,
+    RpcError,
+)
+from .framing import ByteSink, ByteSource, read_lines
+
+log = logging.getLogger(__name__)
+
+RequestId = int | str
+CANCEL_REQUEST = "$/cancel_request"
+
+
+class Handler(Protocol):
+    async def handle_request(self, method: str, params: Any) -> Any:
+        """The result of a request; raise `RpcError` to answer with an error."""
+        ...
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        """Runs inline in the reader: it must return promptly."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    result: Any = None
+    error: RpcError | None = None
+
+
+class Endpoint:
+    def __init__(self, source: ByteSource, sink: ByteSink, *, outbox_size: int = 1024) -> None:
+        self._source = source
+        self._sink = sink
+        self._outbox_send, self._outbox_receive = anyio.create_memory_object_stream[bytes](
+            outbox_size
+        )
+        self._next_id = itertools.count()
+        self._waiting: dict[RequestId, MemoryObjectSendStream[_Reply]] = {}
+        self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        self._closed = anyio.Event()
+
+    # --- running -----------------------------------------------------------------------
+
+    async def serve(self, handler: Handler, *, drain_timeout: float = 2.0) -> None:
+        """Serve until the input ends.
+
+        Then outbound waiters fail with `ConnectionClosed`, requests still running get
+        `drain_timeout` seconds to answer (input from a file ends before the work does),
+        the rest are cancelled, and queued frames are flushed before returning.
+        """
+        async with anyio.create_task_group() as writer:
+            writer.start_soon(self._write_frames)
+            async with anyio.create_task_group() as requests:
+                async for line in read_lines(self._source):
+                    await self._receive_frame(requests, handler, line)
+                self._closed.set()
+                self._wake_waiters()
+                with anyio.move_on_after(drain_timeout):
+                    while self._in_flight:
+                        await anyio.sleep(0.01)
+                requests.cancel_scope.cancel()
+            self._outbox_send.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    # --- outbound ----------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send a request to the peer and wait for its answer; errors raise `RpcError`."""
+        if self.closed:
+            raise ConnectionClosed()
+        request_id = next(self._next_id)
+        reply_send, reply_receive = anyio.create_memory_object_stream[_Reply](1)
+        self._waiting[request_id] = reply_send
+        try:
+            await self._send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
+            try:
+                reply = await reply_receive.receive()
+            except anyio.EndOfStream:
+                raise ConnectionClosed() from None
+        finally:
+            self._waiting.pop(request_id, None)
+            reply_receive.close()
+        if reply.error is not None:
+            raise reply.error
+        return reply.result
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # --- inbound -----------------------------------------------------------------------
+
+    async def _receive_frame(self, tg: TaskGroup, handler: Handler, line: bytes) -> None:
+        if not line:
+            await self._send_error(None, RpcError(INVALID_REQUEST, "message too large"))
+            return
+        try:
+            message = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            await self._send_error(None, RpcError(PARSE_ERROR, f"parse error: {exc}"))
+            return
+        if isinstance(message, list):
+            await self._send_error(
+                None, RpcError(INVALID_REQUEST, "batch requests are not supported")
+            )
+            return
+        if not isinstance(message, dict):
+            await self._send_error(
+                None, RpcError(INVALID_REQUEST, "a message must be a JSON object")
+            )
+            return
+
+        message_id = message.get("id")
+        method = message.get("method")
+        has_id = "id" in message and _is_valid_id(message_id)
+        if "id" in message and not _is_valid_id(message_id):
+            await self._send_error(
+                None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
+            )
+        elif isinstance(method, str) and has_id:
+            self._start_request(tg, handler, message_id, method, message.get("params"))
+        elif isinstance(method, str):
+            await self._receive_notification(handler, method, message.get("params"))
+        elif has_id and ("result" in message or "error" in message):
+            self._receive_reply(message_id, message)
+        else:
+            await self._send_error(
+                message_id if has_id else None,
+                RpcError(
+                    INVALID_REQUEST, "a message needs a method, or an id with a result or error"
+                ),
+            )
+
+    def _start_request(
+        self, tg: TaskGroup, handler: Handler, request_id: RequestId, method: str, params: Any
+    ) -> None:
+        scope = anyio.CancelScope()
+        self._in_flight[request_id] = scope
+        tg.start_soon(self._answer_request, handler, scope, request_id, method, params)
+
+    async def _answer_request(
+        self,
+        handler: Handler,
+        scope: anyio.CancelScope,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+    ) -> None:
+        reply = _Reply(error=RpcError(REQUEST_CANCELLED, f"{method} was cancelled"))
+        try:
+            with scope:
+                reply = _Reply(result=await handler.handle_request(method, params))
+        except RpcError as exc:
+            reply = _Reply(error=exc)
+        except Exception as exc:
+            log.exception("%s failed", method)
+            reply = _Reply(
+                error=RpcError(INTERNAL_ERROR, f"{method} failed: {type(exc).__name__}: {exc}")
+            )
+        finally:
+            self._in_flight.pop(request_id, None)
+        if reply.error is not None:
+            await self._send_error(request_id, reply.error)
+            return
+        try:
+            await self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
+        except (TypeError, ValueError) as exc:
+            log.error("%s returned a result that is not JSON: %s", method, exc)
+            await self._send_error(
+                request_id, RpcError(INTERNAL_ERROR, f"{method} produced an invalid result")
+            )
+
+    async def _receive_notification(self, handler: Handler, method: str, params: Any) -> None:
+        if method == CANCEL_REQUEST:
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            scope = self._in_flight.get(request_id) if _is_valid_id(request_id) else None
+            if scope is not None:
+                scope.cancel()
+            return
+        try:
+            await handler.handle_notification(method, params)
+        except RpcError as exc:
+            log.warning("notification %s ignored: %s", method, exc.message)
+        except Exception:
+            log.exception("notification %s failed", method)
+
+    def _receive_reply(self, request_id: RequestId, message: dict[str, Any]) -> None:
+        waiter = self._waiting.pop(request_id, None)
+        if waiter is None:
+            log.warning("reply to unknown request id %r ignored", request_id)
+            return
+        error = message.get("error")
+        if error is not None:
+            reply = _Reply(error=_error_from_wire(error))
+        else:
+            reply = _Reply(result=message.get("result"))
+        try:
+            waiter.send_nowait(reply)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the requester stopped waiting (cancelled)
+        waiter.close()
+
+    def _wake_waiters(self) -> None:
+        for waiter in self._waiting.values():
+            waiter.close()
+        self._waiting.clear()
+
+    # --- writing -----------------------------------------------------------------------
+
+    async def _send_error(self, request_id: RequestId | None, error: RpcError) -> None:
+        await self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        try:
+            await self._outbox_send.send(frame)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ConnectionClosed() from None
+
+    async def _write_frames(self) -> None:
+        """The one writer: drains whatever is queued into a single write."""
+        broken = False
+        async with self._outbox_receive:
+            async for frame in self._outbox_receive:
+                batch = [frame]
+                while True:
+                    try:
+                        batch.append(self._outbox_receive.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                if broken:
+                    continue  # keep draining so senders never block on a dead peer
+                try:
+                    await self._sink.write(b"".join(batch))
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    log.warning("output closed, dropping further messages: %s", exc)
+                    broken = True
+
+
+def _is_valid_id(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def _error_from_wire(error: Any) -> RpcError:
+    if isinstance(error, dict):
+        code = error.get("code")
+        return RpcError(
+            code if isinstance(code, int) else INTERNAL_ERROR,
+            str(error.get("message", "error without message")),
+            error.get("data"),
+        )
+    return RpcError(INTERNAL_ERROR, f"malformed error from peer: {error!r}")
+
+
+__all__ = ["CANCEL_REQUEST", "METHOD_NOT_FOUND", "Endpoint", "Handler", "RequestId"]
