@@ -15,14 +15,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from .runner import run_headless
 
-        return run_headless(args)
+        exit_code: int = run_headless(args)
+        return exit_code
     return _serve(args)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-agent",
-        description="Any LLM API as a coding agent for editors that speak the Agent Client Protocol.",
+        description="Any LLM API as a coding agent in editors that speak ACP.",
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
     parser.add_argument("--config", help="TOML config file (default: $ACP_AGENT_CONFIG, else env)")

@@ -17,6 +17,7 @@ import anyio
 from pydantic import ValidationError
 
 from .messages import (
+    Location,
     Message,
     MessageChunk,
     ModelStopReason,
@@ -31,6 +32,7 @@ from .messages import (
     ToolCallPart,
     ToolCallStarted,
     ToolCallUpdated,
+    ToolKind,
     ToolResultPart,
     TurnEvent,
     TurnStopReason,
@@ -168,26 +170,19 @@ class Turn:
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
         tool = self.tools.get(call.name)
         if tool is None:
-            await self.host.emit(ToolCallStarted(call.id, call.name, "other", raw_input=call.arguments))
+            await self._announce(call, call.name, "other")
             known = ", ".join(self.tools) or "none"
             return await self._fail(call, f"There is no tool named {call.name!r}. Tools: {known}.")
-        await self.host.emit(
-            ToolCallStarted(call.id, tool.name, tool.kind, raw_input=call.arguments)
-        )
         try:
             params = _parse_arguments(tool, call)
         except ToolFailed as exc:
+            await self._announce(call, tool.name, tool.kind)
             return await self._fail(call, str(exc))
-        await self.host.emit(
-            ToolCallUpdated(
-                call.id,
-                title=tool.title(params, self.context),
-                locations=tool.locations(params, self.context),
-            )
-        )
+        title = tool.title(params, self.context)
+        await self._announce(call, title, tool.kind, tool.locations(params, self.context))
         if needs_permission(tool, params, self.context) and tool.name not in self.always_allowed:
             decision = await self.host.ask_permission(
-                PermissionQuestion(call.id, tool.title(params, self.context), tool.kind, call.arguments)
+                PermissionQuestion(call.id, title, tool.kind, call.arguments)
             )
             if decision == "cancelled":
                 raise anyio.get_cancelled_exc_class()()
@@ -211,11 +206,18 @@ class Turn:
                 call.id,
                 status="completed",
                 title=outcome.title,
-                content=outcome.display,
+                content=outcome.display or None,
                 locations=outcome.locations or None,
             )
         )
         return ToolResultPart(call.id, (TextPart(outcome.model_text),))
+
+    async def _announce(
+        self, call: ToolCallPart, title: str, kind: ToolKind, locations: tuple[Location, ...] = ()
+    ) -> None:
+        await self.host.emit(
+            ToolCallStarted(call.id, title, kind, raw_input=call.arguments, locations=locations)
+        )
 
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
@@ -224,9 +226,8 @@ class Turn:
 
 def _parse_arguments(tool: Tool[Any], call: ToolCallPart) -> Any:
     if "_invalid_json" in call.arguments:
-        raise ToolFailed(
-            f"The arguments for {tool.name} were not valid JSON: {call.arguments['_invalid_json']!r}"
-        )
+        raw = call.arguments["_invalid_json"]
+        raise ToolFailed(f"The arguments for {tool.name} were not valid JSON: {raw!r}")
     try:
         return tool.params_model.model_validate(call.arguments)
     except ValidationError as exc:
@@ -260,9 +261,9 @@ class _ReplyBuilder:
         self._flush_text()
         self._flush_thinking()
         # Tool calls go last: vendors expect them after the text they follow.
-        ordered = [p for p in self.parts if not isinstance(p, ToolCallPart)]
-        ordered += [p for p in self.parts if isinstance(p, ToolCallPart)]
-        return Message("assistant", ordered)
+        calls: list[Part] = [p for p in self.parts if isinstance(p, ToolCallPart)]
+        others: list[Part] = [p for p in self.parts if not isinstance(p, ToolCallPart)]
+        return Message("assistant", others + calls)
 
     def _flush_text(self) -> None:
         if self._text:

@@ -12,7 +12,7 @@ from . import schema as s
 from .handshake import ClientCapabilities
 from .updates import dump, session_update
 
-PERMISSION_OPTIONS = (
+PERMISSION_OPTIONS: tuple[tuple[Decision, str], ...] = (
     ("allow_once", "Allow"),
     ("allow_always", "Always allow"),
     ("reject_once", "Reject"),
@@ -108,7 +108,7 @@ def _decision(raw: Any) -> Decision:
     chosen = outcome.get("optionId")
     for kind, _ in PERMISSION_OPTIONS:
         if chosen == kind:
-            return kind  # type: ignore[return-value]
+            return kind
     return "reject_once"
 
 

@@ -101,10 +101,15 @@ def auth_methods(client: ClientCapabilities) -> list[dict[str, Any]]:
                 "type": "env_var",
                 "id": "openai-api-key",
                 "name": "OpenAI API key",
-                "description": "Any OpenAI-compatible API: set the key, and a base URL if not OpenAI.",
+                "description": "Any OpenAI-compatible API: the key, and a base URL if not OpenAI.",
                 "vars": [
                     {"name": "OPENAI_API_KEY", "label": "API key"},
-                    {"name": "OPENAI_BASE_URL", "label": "Base URL", "secret": False, "optional": True},
+                    {
+                        "name": "OPENAI_BASE_URL",
+                        "label": "Base URL",
+                        "secret": False,
+                        "optional": True,
+                    },
                 ],
                 "link": "https://platform.openai.com/api-keys",
             }

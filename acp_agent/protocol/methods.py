@@ -24,6 +24,4 @@ REQUESTS = {
     )
 }
 
-NOTIFICATIONS = {
-    m.name: m for m in (Method("session/cancel", "CancelNotification", "cancel"),)
-}
+NOTIFICATIONS = {m.name: m for m in (Method("session/cancel", "CancelNotification", "cancel"),)}

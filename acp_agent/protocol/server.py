@@ -54,7 +54,9 @@ class AcpServer:
         self._background = background
         self._config_path = config_path
         self._env = env
-        self._handshake = Handshake(protocol_version=1, client=ClientCapabilities(), client_name=None)
+        self._handshake = Handshake(
+            protocol_version=1, client=ClientCapabilities(), client_name=None
+        )
         self._agent: Agent | None = None
         self._startup_error: str | None = None
         self._ready = anyio.Event()
@@ -99,32 +101,38 @@ class AcpServer:
         return self._agent
 
     async def _warm_up(self) -> None:
-        from ..config import ConfigError
-
         try:
             config = await anyio.to_thread.run_sync(self._load_heavy_modules)
+            if isinstance(config, str):
+                self._startup_error = config
+                log.error("%s", config)
+                return
             from ..agent import Agent
             from .client import ClientProxy
 
             client = ClientProxy(self._endpoint, self._handshake.client)
             self._agent = Agent(config, client, self._env)
-        except ConfigError as exc:
-            self._startup_error = str(exc)
-            log.error("%s", exc)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")
         finally:
             self._ready.set()
 
-    def _load_heavy_modules(self) -> AgentConfig:
-        """Runs in a worker thread, so the event loop keeps answering meanwhile."""
+    def _load_heavy_modules(self) -> AgentConfig | str:
+        """The configuration, or what is wrong with it.
+
+        Runs in a worker thread, so the event loop keeps answering meanwhile: nothing heavy
+        (pydantic, the schema, vendor SDKs) may be imported on the loop's thread.
+        """
         importlib.import_module("acp_agent.protocol.schema")
         importlib.import_module("acp_agent.agent")
-        from ..config import load_config
+        from ..config import ConfigError, load_config
         from ..providers import provider_module_for
 
-        config = load_config(self._config_path, self._env)
+        try:
+            config = load_config(self._config_path, self._env)
+        except ConfigError as exc:
+            return str(exc)
         if config.log_file or config.log_level != "info":
             logs.configure(config.log_level, config.log_file)
         log.info("configuration: %s; default model %s", config.source, config.default_choice)

@@ -84,7 +84,10 @@ def _location(location: Location) -> s.ToolCallLocation:
     return s.ToolCallLocation(path=location.path, line=location.line)
 
 
-def _tool_content(content: ToolContent) -> s.BaseModel:
+ToolCallContent = s.ContentToolCallContent | s.FileEditToolCallContent | s.TerminalToolCallContent
+
+
+def _tool_content(content: ToolContent) -> ToolCallContent:
     match content:
         case TextPart(text=text):
             return s.ContentToolCallContent(type="content", content=_text_block(text))

@@ -6,6 +6,7 @@ client, the API key, the connection's lifetime and the translation of every vend
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -38,7 +39,8 @@ PLACEHOLDER_KEY = "not-needed"
 # Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
 _CLOSE_TIMEOUT = 2.0
 
-_VENDOR_ERRORS = (openai.OpenAIError, httpx2.HTTPError)
+# Everything `_translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
+_VENDOR_ERRORS = (openai.OpenAIError, httpx2.HTTPError, json.JSONDecodeError)
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _](?:length|window|size)|maximum context|prompt is too long|too many tokens",
     re.IGNORECASE,
@@ -61,7 +63,8 @@ class OpenAIChatProvider:
             messages = to_messages(request.system, request.messages)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        max_tokens = request.max_output_tokens
+        limit = request.max_output_tokens
+        param = self._config.max_tokens_param
         try:
             chunks = await client.chat.completions.create(
                 model=request.model,
@@ -69,9 +72,9 @@ class OpenAIChatProvider:
                 tools=to_tools(request.tools) if request.tools else omit,
                 stream=True,
                 stream_options={"include_usage": True},
-                max_tokens=max_tokens if self._config.max_tokens_param == "max_tokens" else omit,
+                max_tokens=limit if limit is not None and param == "max_tokens" else omit,
                 max_completion_tokens=(
-                    max_tokens if self._config.max_tokens_param == "max_completion_tokens" else omit
+                    limit if limit is not None and param == "max_completion_tokens" else omit
                 ),
             )
         except _VENDOR_ERRORS as exc:
@@ -162,18 +165,22 @@ class OpenAIChatProvider:
                     f"(raise providers.{name}.timeout if the model is slow)",
                 )
             case openai.APIConnectionError():
-                cause = exc.__cause__ or exc
-                return ProviderUnavailable(
-                    name, f"cannot reach {self._base_url()}: {self._redact(str(cause))}"
-                )
+                return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
             case openai.APIError():
                 # An error event inside an otherwise successful stream.
                 return ProviderError(name, self._detail(exc))
             case httpx2.HTTPError():
-                return ProviderUnavailable(
-                    name, f"connection to {self._base_url()} failed: {self._redact(str(exc))}"
+                return ProviderUnavailable(name, self._connection_failed(exc))
+            case json.JSONDecodeError():
+                sample = self._redact(exc.doc[:120])
+                return ProviderError(
+                    name, f"the server sent a stream event that is not JSON: {sample!r}"
                 )
         return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
+
+    def _connection_failed(self, cause: BaseException) -> str:
+        reason = self._redact(str(cause)) or type(cause).__name__
+        return f"connection to {self._base_url()} failed: {reason}"
 
     def _detail(self, exc: openai.APIError) -> str:
         return self._redact(_vendor_message(exc))
