@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import anyio
@@ -178,9 +178,10 @@ class Turn:
         except ToolFailed as exc:
             await self._announce(call, tool.name, tool.kind)
             return await self._fail(call, str(exc))
-        title = tool.title(params, self.context)
-        await self._announce(call, title, tool.kind, tool.locations(params, self.context))
-        if needs_permission(tool, params, self.context) and tool.name not in self.always_allowed:
+        context = replace(self.context, tool_call_id=call.id, emit=self.host.emit)
+        title = tool.title(params, context)
+        await self._announce(call, title, tool.kind, tool.locations(params, context))
+        if needs_permission(tool, params, context) and tool.name not in self.always_allowed:
             decision = await self.host.ask_permission(
                 PermissionQuestion(call.id, title, tool.kind, call.arguments)
             )
@@ -192,7 +193,7 @@ class Turn:
                 return await self._fail(call, "The user rejected this tool call.")
         await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
         try:
-            outcome = await tool.run(params, self.context)
+            outcome = await tool.run(params, context)
         except ToolFailed as exc:
             return await self._fail(call, str(exc))
         except anyio.get_cancelled_exc_class():

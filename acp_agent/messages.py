@@ -163,6 +163,22 @@ ToolContent: TypeAlias = TextPart | DiffContent | TerminalContent
 
 
 @dataclass(frozen=True, slots=True)
+class TerminalStream:
+    """Live output of a command, for clients that render it beside the tool call.
+
+    The first report carries `cwd` (a display terminal opens), later ones new `output`,
+    the last `exited` with the exit status.
+    """
+
+    terminal_id: str
+    cwd: str | None = None
+    output: str | None = None
+    exited: bool = False
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MessageChunk:
     text: str
 
@@ -191,6 +207,7 @@ class ToolCallUpdated:
     content: tuple[ToolContent, ...] | None = None
     locations: tuple[Location, ...] | None = None
     raw_output: Any = None
+    terminal: TerminalStream | None = None
 
 
 PlanPriority: TypeAlias = Literal["high", "medium", "low"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import TurnEvent
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import RpcError
 from ..tools import Decision, PermissionQuestion, ToolFailed
+from ..tools.base import TerminalExit, TerminalOutput
 from . import schema as s
 from .handshake import ClientCapabilities
 from .updates import dump, session_update
@@ -31,7 +33,11 @@ class ClientProxy:
 
     async def send_update(self, session_id: str, event: TurnEvent) -> None:
         await self._endpoint.notify(
-            "session/update", {"sessionId": session_id, "update": session_update(event)}
+            "session/update",
+            {
+                "sessionId": session_id,
+                "update": session_update(event, self.capabilities.terminal_output_meta),
+            },
         )
 
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
@@ -66,6 +72,12 @@ class ClientProxy:
         request = s.WriteTextFileRequest(session_id=session_id, path=path, content=content)
         await self._endpoint.request("fs/write_text_file", dump(request))
 
+    async def terminal_call(self, method: str, params: dict[str, Any]) -> Any:
+        """Any `terminal/*` request, refused unless the client advertised `terminal`."""
+        if not self.capabilities.terminal:
+            raise CapabilityMissing(f"the client did not advertise terminal, needed for {method}")
+        return await self._endpoint.request(method, params)
+
     def editor(self, session_id: str) -> SessionEditor:
         return SessionEditor(self, session_id)
 
@@ -91,11 +103,65 @@ class SessionEditor:
         except RpcError as exc:
             raise ToolFailed(f"the editor could not read {path}: {exc.message}") from None
 
+    @property
+    def can_run_terminals(self) -> bool:
+        return self._client.capabilities.terminal
+
     async def write_text_file(self, path: str, content: str) -> None:
         try:
             await self._client.write_text_file(self._session_id, path, content)
         except RpcError as exc:
             raise ToolFailed(f"the editor could not write {path}: {exc.message}") from None
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        output_byte_limit: int,
+    ) -> str:
+        request = s.CreateTerminalRequest(
+            session_id=self._session_id,
+            command=command,
+            args=list(args),
+            cwd=cwd,
+            env=[s.EnvVariable(name=k, value=v) for k, v in env.items()],
+            output_byte_limit=output_byte_limit,
+        )
+        raw = await self._terminal("terminal/create", dump(request), command)
+        return s.CreateTerminalResponse.model_validate(raw).terminal_id
+
+    async def terminal_output(self, terminal_id: str) -> TerminalOutput:
+        raw = await self._terminal("terminal/output", self._terminal_params(terminal_id))
+        response = s.TerminalOutputResponse.model_validate(raw)
+        status = response.exit_status
+        return TerminalOutput(
+            output=response.output,
+            truncated=response.truncated,
+            exit=None if status is None else TerminalExit(status.exit_code, status.signal),
+        )
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
+        raw = await self._terminal("terminal/wait_for_exit", self._terminal_params(terminal_id))
+        response = s.WaitForTerminalExitResponse.model_validate(raw)
+        return TerminalExit(response.exit_code, response.signal)
+
+    async def kill_terminal(self, terminal_id: str) -> None:
+        await self._terminal("terminal/kill", self._terminal_params(terminal_id))
+
+    async def release_terminal(self, terminal_id: str) -> None:
+        await self._terminal("terminal/release", self._terminal_params(terminal_id))
+
+    def _terminal_params(self, terminal_id: str) -> dict[str, Any]:
+        return {"sessionId": self._session_id, "terminalId": terminal_id}
+
+    async def _terminal(self, method: str, params: dict[str, Any], what: str = "") -> Any:
+        try:
+            return await self._client.terminal_call(method, params)
+        except RpcError as exc:
+            subject = f" for {what}" if what else ""
+            raise ToolFailed(f"the editor's {method}{subject} failed: {exc.message}") from None
 
 
 def _decision(raw: Any) -> Decision:

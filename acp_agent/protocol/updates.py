@@ -10,6 +10,7 @@ from ..messages import (
     MessageChunk,
     PlanUpdated,
     TerminalContent,
+    TerminalStream,
     TextPart,
     ThoughtChunk,
     ToolCallStarted,
@@ -21,8 +22,27 @@ from ..messages import (
 from . import schema as s
 
 
-def session_update(event: TurnEvent) -> dict[str, Any]:
-    return dump(_update_model(event))
+def session_update(event: TurnEvent, terminal_meta: bool = False) -> dict[str, Any]:
+    """The update payload; `terminal_meta` adds Zed's `_meta.terminal_*` display extension."""
+    update = dump(_update_model(event))
+    if terminal_meta and isinstance(event, ToolCallUpdated) and event.terminal is not None:
+        update["_meta"] = _terminal_meta(event.terminal)
+    return update
+
+
+def _terminal_meta(stream: TerminalStream) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if stream.cwd is not None:
+        meta["terminal_info"] = {"terminal_id": stream.terminal_id, "cwd": stream.cwd}
+    if stream.output:
+        meta["terminal_output"] = {"terminal_id": stream.terminal_id, "data": stream.output}
+    if stream.exited:
+        meta["terminal_exit"] = {
+            "terminal_id": stream.terminal_id,
+            "exit_code": stream.exit_code,
+            "signal": stream.signal,
+        }
+    return meta
 
 
 def dump(model: s.BaseModel) -> dict[str, Any]:

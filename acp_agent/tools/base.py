@@ -8,21 +8,47 @@ an error result; cancellation and refusals propagate.
 from __future__ import annotations
 
 import os.path
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Location, TextPart, ToolContent, ToolKind, ToolSpec
+from ..messages import (
+    Location,
+    PlanEntry,
+    TextPart,
+    ToolContent,
+    ToolKind,
+    ToolSpec,
+    TurnEvent,
+)
 
 
 class ToolFailed(Exception):
     """The tool could not do what was asked; the message goes to the model and the user."""
 
 
+@dataclass(frozen=True, slots=True)
+class TerminalExit:
+    exit_code: int | None
+    signal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalOutput:
+    output: str
+    truncated: bool
+    exit: TerminalExit | None
+    """Set once the command has ended."""
+
+
 class Editor(Protocol):
-    """The editor's side of files and terminals, as far as the client advertised it."""
+    """The editor's side of files and terminals, as far as the client advertised it.
+
+    Calling a method whose capability is false raises; client errors raise `ToolFailed`.
+    """
 
     @property
     def can_read_files(self) -> bool: ...
@@ -30,9 +56,42 @@ class Editor(Protocol):
     @property
     def can_write_files(self) -> bool: ...
 
+    @property
+    def can_run_terminals(self) -> bool: ...
+
     async def read_text_file(self, path: str, line: int | None, limit: int | None) -> str: ...
 
     async def write_text_file(self, path: str, content: str) -> None: ...
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        output_byte_limit: int,
+    ) -> str:
+        """Start a command in an editor terminal; returns the terminal id."""
+        ...
+
+    async def terminal_output(self, terminal_id: str) -> TerminalOutput: ...
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit: ...
+
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
+
+@dataclass
+class SessionToolState:
+    """What tools remember across the turns of one session."""
+
+    plan: list[PlanEntry] = field(default_factory=list)
+
+
+async def _discard(event: TurnEvent) -> None:
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +100,11 @@ class ToolContext:
     cwd: Path
     roots: tuple[Path, ...]
     editor: Editor
+    state: SessionToolState = field(default_factory=SessionToolState)
+    tool_call_id: str = ""
+    """Set per call by the engine."""
+    emit: Callable[[TurnEvent], Awaitable[None]] = _discard
+    """Reports progress (tool call updates, plan changes) while the tool runs."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""
@@ -105,4 +169,12 @@ def text_outcome(text: str, **kwargs: Any) -> ToolOutcome:
     return ToolOutcome(model_text=text, display=(TextPart(text),), **kwargs)
 
 
-__all__ = ["Editor", "Tool", "ToolContext", "ToolFailed", "ToolOutcome", "ToolParams", "text_outcome"]
+__all__ = [
+    "Editor",
+    "Tool",
+    "ToolContext",
+    "ToolFailed",
+    "ToolOutcome",
+    "ToolParams",
+    "text_outcome",
+]
