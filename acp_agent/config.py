@@ -20,7 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"
 MODEL_ENV_VAR = "ACP_AGENT_MODEL"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_CONTEXT_WINDOW = 128_000
+
+ThoughtLevel = Literal["off", "low", "medium", "high"]
 
 
 class ConfigError(Exception):
@@ -31,13 +34,52 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Prices(_Strict):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0, description="Uncached input tokens.")
+    output: float = Field(ge=0, description="Generated tokens, reasoning included.")
+    cache_read: float | None = Field(None, ge=0, description="Input tokens read from cache.")
+    cache_write: float | None = Field(None, ge=0, description="Input tokens written to cache.")
+
+
 class ModelConfig(_Strict):
     id: str = Field(min_length=1, description="The model name the vendor API expects.")
+    name: str | None = Field(None, description="Display name in the editor's model picker.")
     context_window: int = Field(
         DEFAULT_CONTEXT_WINDOW, gt=0, description="Tokens the model accepts in one request."
     )
     max_output_tokens: int | None = Field(
         None, gt=0, description="Cap on generated tokens per model call; vendor default if unset."
+    )
+    api: Literal["chat", "responses"] = Field(
+        "chat",
+        description="OpenAI only: Chat Completions, or the Responses API (reasoning models).",
+    )
+    reasoning: bool = Field(
+        False, description="The model accepts a reasoning effort / thinking budget."
+    )
+    thought_level: ThoughtLevel = Field(
+        "medium", description="Default reasoning effort for reasoning models."
+    )
+    prices: Prices | None = Field(
+        None, description="Token prices, to report the cost of a session."
+    )
+
+
+class RetryConfig(_Strict):
+    """Retries of rate limits (429), overload (529), server errors (5xx) and lost connections."""
+
+    max_attempts: int = Field(
+        5, ge=1, le=20, description="Tries per model call, the first included."
+    )
+    max_total_seconds: float = Field(
+        120.0, gt=0, description="Give up when the next wait would pass this many seconds in all."
+    )
+    initial_delay: float = Field(1.0, gt=0, description="Seconds before the first retry.")
+    max_delay: float = Field(30.0, gt=0, description="Longest single wait, retry-after included.")
+    min_retry_after: float = Field(
+        0.5, ge=0, description="Floor for a server's retry-after, so 0 cannot cause a storm."
     )
 
 
@@ -46,6 +88,7 @@ class EchoProviderConfig(_Strict):
 
     type: Literal["echo"]
     models: tuple[ModelConfig, ...] = (ModelConfig(id="echo", context_window=32_768),)
+    retry: RetryConfig = RetryConfig()
     chunk_delay: float = Field(
         0.0, ge=0, le=10, description="Seconds between streamed words, to watch streaming."
     )
@@ -54,10 +97,11 @@ class EchoProviderConfig(_Strict):
 class OpenAIProviderConfig(_Strict):
     """OpenAI Chat Completions, or any server that speaks it (Ollama, vLLM, LiteLLM ...)."""
 
-    type: Literal["openai", "openai-compatible"]
+    type: Literal["openai", "openai-compatible", "azure-openai"]
     base_url: str | None = Field(
         None, description="API root, e.g. http://localhost:11434/v1; the vendor's if unset."
     )
+    api_version: str | None = Field(None, description="Azure OpenAI only: the API version.")
     api_key_env: str | None = Field(
         None, description="Environment variable holding the API key (preferred over api_key)."
     )
@@ -68,11 +112,12 @@ class OpenAIProviderConfig(_Strict):
         description="Request field that carries max_output_tokens (older servers: max_tokens).",
     )
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
+    retry: RetryConfig = RetryConfig()
 
     @model_validator(mode="after")
     def _usable(self) -> OpenAIProviderConfig:
-        if self.type == "openai-compatible" and not self.base_url:
-            raise ValueError("an openai-compatible provider needs base_url")
+        if self.type in ("openai-compatible", "azure-openai") and not self.base_url:
+            raise ValueError(f"an {self.type} provider needs base_url")
         if not self.models:
             raise ValueError("models: list at least one model")
         return self
@@ -85,8 +130,39 @@ class OpenAIProviderConfig(_Strict):
         return None
 
 
+class AnthropicProviderConfig(_Strict):
+    """Anthropic's Messages API, directly or through Amazon Bedrock or Google Vertex AI."""
+
+    type: Literal["anthropic", "anthropic-bedrock", "anthropic-vertex"]
+    base_url: str | None = Field(None, description="API root; the vendor's if unset.")
+    api_key_env: str | None = Field(
+        None, description="Environment variable holding the API key (default ANTHROPIC_API_KEY)."
+    )
+    api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
+    timeout: float = Field(600.0, gt=0, description="Seconds before a silent request fails.")
+    region: str | None = Field(None, description="Bedrock / Vertex region.")
+    project_id: str | None = Field(None, description="Vertex only: the Google Cloud project.")
+    prompt_caching: bool = Field(
+        True, description="Mark system prompt, tools and history as cacheable."
+    )
+    models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
+    retry: RetryConfig = RetryConfig()
+
+    @model_validator(mode="after")
+    def _usable(self) -> AnthropicProviderConfig:
+        if not self.models:
+            raise ValueError("models: list at least one model")
+        return self
+
+    def resolve_api_key(self, env: Mapping[str, str]) -> str | None:
+        if self.api_key:
+            return self.api_key
+        return env.get(self.api_key_env or "ANTHROPIC_API_KEY") or None
+
+
 ProviderConfig = Annotated[
-    EchoProviderConfig | OpenAIProviderConfig, Field(discriminator="type")
+    EchoProviderConfig | OpenAIProviderConfig | AnthropicProviderConfig,
+    Field(discriminator="type"),
 ]
 
 
@@ -160,15 +236,30 @@ def load_config_file(path: Path) -> AgentConfig:
 
 
 def config_from_env(env: Mapping[str, str]) -> AgentConfig:
-    model = env.get(MODEL_ENV_VAR) or DEFAULT_OPENAI_MODEL
+    """Providers for the API keys found in `env`; the offline echo provider if none.
+
+    `ACP_AGENT_MODEL` names the model of the first provider found (OpenAI before Anthropic).
+    """
+    chosen = env.get(MODEL_ENV_VAR) or None
+    providers: dict[str, ProviderConfig] = {}
     if env.get("OPENAI_API_KEY"):
-        openai = OpenAIProviderConfig(
+        providers["openai"] = OpenAIProviderConfig(
             type="openai",
             base_url=env.get("OPENAI_BASE_URL") or None,
             api_key_env="OPENAI_API_KEY",
-            models=(ModelConfig(id=model),),
+            models=(ModelConfig(id=chosen or DEFAULT_OPENAI_MODEL),),
         )
-        return AgentConfig(providers={"openai": openai}, source="environment (OPENAI_API_KEY)")
+    if env.get("ANTHROPIC_API_KEY"):
+        model = (not providers and chosen) or DEFAULT_ANTHROPIC_MODEL
+        providers["anthropic"] = AnthropicProviderConfig(
+            type="anthropic",
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            api_key_env="ANTHROPIC_API_KEY",
+            models=(ModelConfig(id=model, context_window=200_000, reasoning=True),),
+        )
+    if providers:
+        keys = " and ".join(f"{name.upper()}_API_KEY" for name in providers)
+        return AgentConfig(providers=providers, source=f"environment ({keys})")
     echo = EchoProviderConfig(type="echo")
     return AgentConfig(providers={"echo": echo}, source="built-in echo (no API key found)")
 
