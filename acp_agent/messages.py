@@ -84,7 +84,8 @@ class ToolSpec:
 
 # --- stream events (provider -> engine) ----------------------------------------------------
 
-ModelStopReason: TypeAlias = Literal["end_turn", "max_tokens", "refusal", "tool_use"]
+ModelStopReason: TypeAlias = Literal["end_turn", "max_tokens", "refusal", "tool_use", "pause_turn"]
+"""`pause_turn`: the vendor paused a long turn; calling again with the reply continues it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +129,26 @@ class Stop:
     reason: ModelStopReason
 
 
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """A failed attempt will be retried after `delay` seconds; shown to the user."""
+
+    provider: str
+    reason: str
+    delay: float
+    attempt: int
+    max_attempts: int
+
+
 StreamEvent: TypeAlias = (
-    TextDelta | ThinkingDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Usage | Stop
+    TextDelta
+    | ThinkingDelta
+    | ToolCallStart
+    | ToolCallArgsDelta
+    | ToolCallEnd
+    | Usage
+    | Stop
+    | RetryNotice
 )
 
 

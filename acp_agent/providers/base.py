@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..messages import Message, StreamEvent, ToolSpec
 
@@ -17,6 +17,8 @@ class ModelRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     max_output_tokens: int | None = None
+    thought_level: Literal["off", "low", "medium", "high"] | None = None
+    """Reasoning effort / thinking budget; None for models without reasoning."""
 
 
 class Provider(Protocol):
