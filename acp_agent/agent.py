@@ -13,13 +13,19 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 from .config import AgentConfig
 from .engine import Turn, TurnSettings
-from .messages import TurnEvent
+from .messages import Message, MessageChunk, TurnEvent, TurnStopReason
+from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
+from .protocol.coalesce import ChunkCoalescer
 from .protocol.content import prompt_message
+from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .providers import AuthError, Provider, ProviderError, create_provider
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .sessions import Session
@@ -31,6 +37,11 @@ DEFAULT_SYSTEM_PROMPT = """\
 You are a coding agent working inside the user's editor. The working directory is {cwd}.
 Use the tools to look at files before you answer questions about them; refer to files by \
 absolute path. Be concise. Today is {today}."""
+
+MODEL_COMMAND = "model"
+
+# (id, name, description) of the session modes; empty until permission modes exist.
+MODES: list[tuple[str, str, str]] = []
 
 
 class Agent:
@@ -48,7 +59,7 @@ class Agent:
         # Credentials come from the environment or the config; nothing to exchange here.
         return s.AuthenticateResponse()
 
-    async def new_session(self, request: s.NewSessionRequest) -> s.NewSessionResponse:
+    async def new_session(self, request: s.NewSessionRequest) -> _LegacyNewSessionResponse:
         cwd = _directory("cwd", request.cwd)
         extra = [
             _directory("additionalDirectories", d) for d in request.additional_directories or []
@@ -61,14 +72,42 @@ class Agent:
         )
         self._sessions[session.id] = session
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
-        return s.NewSessionResponse(session_id=session.id)
+        response = s.NewSessionResponse(
+            session_id=session.id,
+            config_options=options.config_options(self._config, session, MODES),
+            modes=options.mode_state(session, MODES) if MODES else None,
+        )
+        # The older `models` state is not in the current schema: it rides alongside.
+        return _LegacyNewSessionResponse(
+            response, options.legacy_models_state(self._config, session)
+        )
+
+    async def after_new_session(self, session_id: str) -> None:
+        """Sent once the client knows the session id."""
+        await self._client.send_schema_update(
+            session_id,
+            s.AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=[
+                    s.AvailableCommand(
+                        name=MODEL_COMMAND,
+                        description="Switch the model (no argument: list the models)",
+                        input=s.AvailableCommandInput(
+                            root=s.UnstructuredCommandInput(hint="provider/model")
+                        ),
+                    )
+                ],
+            ),
+        )
 
     async def prompt(self, request: s.PromptRequest) -> s.PromptResponse:
         session = self._session(request.session_id)
         message = prompt_message(request.prompt)
+        if (command := _slash_command(message)) is not None:
+            return s.PromptResponse(stop_reason=await self._run_command(session, *command))
         turn = self._turn(session)
         try:
-            stop = await session.run_turn(lambda: turn.run(message))
+            stop = await session.run_turn(lambda: self._run_streamed(turn, message))
         except AuthError as exc:
             raise RpcError(AUTH_REQUIRED, str(exc)) from None
         except ProviderError as exc:
@@ -88,13 +127,99 @@ class Agent:
         del self._sessions[session.id]
         return s.CloseSessionResponse()
 
-    # --- helpers -------------------------------------------------------------------------
+    async def set_config_option(
+        self, request: s.SetSessionConfigOptionSelectRequest
+    ) -> s.SetSessionConfigOptionResponse:
+        session = self._session(request.session_id)
+        self._apply_option(session, request.config_id, request.value)
+        return s.SetSessionConfigOptionResponse(
+            config_options=options.config_options(self._config, session, MODES)
+        )
+
+    async def set_mode(self, request: s.SetSessionModeRequest) -> s.SetSessionModeResponse:
+        session = self._session(request.session_id)
+        self._apply_option(session, options.MODE, request.mode_id)
+        await self._announce_options(session)
+        return s.SetSessionModeResponse()
+
+    async def set_model(self, request: SetSessionModelRequest) -> SetSessionModelResponse:
+        session = self._session(request.session_id)
+        self._apply_option(session, options.MODEL, request.model_id)
+        await self._announce_options(session)
+        return SetSessionModelResponse()
+
+    # --- session choices -----------------------------------------------------------------
+
+    def _apply_option(self, session: Session, option: str, value: str) -> None:
+        """Takes effect from the next model call on."""
+        if option == options.MODEL:
+            try:
+                self._config.find_model(value)
+            except ValueError as exc:
+                raise RpcError(INVALID_PARAMS, str(exc)) from None
+            session.model_choice = value
+        elif option == options.THOUGHT_LEVEL:
+            if options.thought_level(self._config, session) is None:
+                raise RpcError(INVALID_PARAMS, f"{session.model_choice} has no thinking levels")
+            levels = [level for level, _ in options.THOUGHT_LEVELS]
+            if value not in levels:
+                raise RpcError(INVALID_PARAMS, f"thought_level must be one of {', '.join(levels)}")
+            session.thought_level = value
+        elif option == options.MODE and MODES:
+            known = [mode_id for mode_id, _, _ in MODES]
+            if value not in known:
+                raise RpcError(INVALID_PARAMS, f"unknown mode {value!r}; modes: {', '.join(known)}")
+            session.mode = value
+        else:
+            raise RpcError(INVALID_PARAMS, f"unknown config option {option!r}")
+        log.info("session %s: %s = %s", session.id, option, value)
+
+    async def _announce_options(self, session: Session) -> None:
+        await self._client.send_schema_update(
+            session.id,
+            s.ConfigOptionUpdate(
+                session_update="config_option_update",
+                config_options=options.config_options(self._config, session, MODES),
+            ),
+        )
+
+    async def _run_command(self, session: Session, name: str, argument: str) -> TurnStopReason:
+        if name != MODEL_COMMAND:
+            raise RpcError(INVALID_PARAMS, f"unknown command /{name}")
+        if argument:
+            self._apply_option(session, options.MODEL, argument)
+            await self._announce_options(session)
+            reply = f"Model set to {argument}."
+        else:
+            listed = "\n".join(
+                f"- {choice}{'  (current)' if choice == session.model_choice else ''}"
+                for choice, _, _ in self._config.model_choices()
+            )
+            reply = f"Models:\n{listed}\n\nSwitch with /model provider/model."
+        await self._client.send_update(session.id, MessageChunk(reply))
+        return "end_turn"
+
+    # --- turns ---------------------------------------------------------------------------
 
     def _session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
         return session
+
+    async def _run_streamed(self, turn: Turn, message: Message) -> TurnStopReason:
+        """Runs the turn beside the task that flushes coalesced text chunks."""
+        coalescer = ChunkCoalescer(turn.host.emit)
+        turn.host = _CoalescedHost(turn.host, coalescer)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(coalescer.run)
+            try:
+                stop = await turn.run(message)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    await coalescer.flush()
+                tg.cancel_scope.cancel()
+        return stop
 
     def _turn(self, session: Session) -> Turn:
         choice, provider_config, model = self._config.find_model(session.model_choice)
@@ -110,6 +235,7 @@ class Agent:
             context_window=model.context_window,
             max_turn_requests=self._config.max_turn_requests,
             max_output_tokens=model.max_output_tokens,
+            thought_level=options.thought_level(self._config, session),
         )
         return Turn(
             provider=provider,
@@ -121,6 +247,7 @@ class Agent:
                 cwd=session.cwd,
                 roots=session.roots,
                 editor=self._client.editor(session.id),
+                state=session.tool_state,
             ),
             host=_SessionHost(self._client, session.id),
             always_allowed=session.always_allowed,
@@ -137,6 +264,41 @@ class _SessionHost:
 
     async def ask_permission(self, question: PermissionQuestion) -> Decision:
         return await self.client.request_permission(self.session_id, question)
+
+
+@dataclass(frozen=True, slots=True)
+class _CoalescedHost:
+    inner: Any
+    coalescer: ChunkCoalescer
+
+    async def emit(self, event: TurnEvent) -> None:
+        await self.coalescer.emit(event)
+
+    async def ask_permission(self, question: PermissionQuestion) -> Decision:
+        await self.coalescer.flush()  # the user sees the text before the question
+        decision: Decision = await self.inner.ask_permission(question)
+        return decision
+
+
+def _slash_command(message: Message) -> tuple[str, str] | None:
+    text = message.text.strip()
+    if len(message.parts) != 1 or not text.startswith("/"):
+        return None
+    name, _, argument = text[1:].partition(" ")
+    if name != MODEL_COMMAND:
+        return None  # other slash text goes to the model as written
+    return name, argument.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _LegacyNewSessionResponse:
+    """A `session/new` answer plus the legacy `models` field, dumped like a schema model."""
+
+    response: s.NewSessionResponse
+    models: dict[str, Any]
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        return {**self.response.model_dump(**kwargs), "models": self.models}
 
 
 def _directory(field: str, value: str) -> Path:

@@ -16,12 +16,15 @@ from typing import Any, Protocol
 import anyio
 from pydantic import ValidationError
 
+from .config import ThoughtLevel
+
 from .messages import (
     Location,
     Message,
     MessageChunk,
     ModelStopReason,
     Part,
+    RetryNotice,
     Stop,
     TextDelta,
     TextPart,
@@ -39,7 +42,7 @@ from .messages import (
     Usage,
     UsageUpdated,
 )
-from .providers import ModelRequest, Provider
+from .providers import ContextWindowError, ModelRequest, Provider
 from .tools import (
     Decision,
     PermissionQuestion,
@@ -69,6 +72,7 @@ class TurnSettings:
     context_window: int
     max_turn_requests: int
     max_output_tokens: int | None = None
+    thought_level: ThoughtLevel | None = None
 
 
 @dataclass
@@ -86,7 +90,13 @@ class Turn:
         self.history.append(prompt)
         try:
             for _ in range(self.settings.max_turn_requests):
-                stop = await self._call_model()
+                try:
+                    stop = await self._call_model()
+                except ContextWindowError as exc:
+                    await self.host.emit(MessageChunk(f"\n\n[{exc} Start a new session.]"))
+                    return "max_tokens"
+                if stop == "pause_turn":
+                    continue  # the vendor paused a long turn: calling again resumes it
                 if stop != "tool_use":
                     return stop
                 calls = self.history[-1].tool_calls
@@ -124,6 +134,7 @@ class Turn:
             messages=list(self.history),
             tools=[tool.spec() for tool in self.tools.values()],
             max_output_tokens=self.settings.max_output_tokens,
+            thought_level=self.settings.thought_level,
         )
         reply = _ReplyBuilder()
         stop: ModelStopReason | None = None
@@ -144,6 +155,8 @@ class Turn:
                             await self.host.emit(self._usage_update(usage))
                         case Stop(reason=reason):
                             stop = reason
+                        case RetryNotice():
+                            await self.host.emit(ThoughtChunk(_describe_retry(event)))
                         case _:
                             pass  # tool call start / argument deltas: shown once complete
         finally:
@@ -223,6 +236,13 @@ class Turn:
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
         return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+
+
+def _describe_retry(notice: RetryNotice) -> str:
+    return (
+        f"[{notice.provider}: {notice.reason}; retrying in {notice.delay:.1f}s "
+        f"(attempt {notice.attempt + 1} of {notice.max_attempts})]\n"
+    )
 
 
 def _parse_arguments(tool: Tool[Any], call: ToolCallPart) -> Any:

@@ -40,6 +40,11 @@ class ClientProxy:
             },
         )
 
+    async def send_schema_update(self, session_id: str, update: s.BaseModel) -> None:
+        await self._endpoint.notify(
+            "session/update", {"sessionId": session_id, "update": dump(update)}
+        )
+
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
         request = s.RequestPermissionRequest(
             session_id=session_id,

@@ -21,6 +21,12 @@ REQUESTS = {
         Method("session/new", "NewSessionRequest", "new_session"),
         Method("session/prompt", "PromptRequest", "prompt"),
         Method("session/close", "CloseSessionRequest", "close_session"),
+        Method(
+            "session/set_config_option", "SetSessionConfigOptionSelectRequest", "set_config_option"
+        ),
+        Method("session/set_mode", "SetSessionModeRequest", "set_mode"),
+        # Legacy (older v1 clients); its model is not in acp.schema.
+        Method("session/set_model", "SetSessionModelRequest", "set_model"),
     )
 }
 

@@ -144,7 +144,7 @@ class AcpServer:
 def _parse_params(spec: Method, params: Any) -> Any:
     from pydantic import ValidationError
 
-    from . import schema
+    from . import legacy, schema
 
     if params is None:
         params = {}
@@ -153,7 +153,8 @@ def _parse_params(spec: Method, params: Any) -> Any:
     if spec.name == "session/new":
         params = {"mcpServers": [], **params}  # optional in early v1 clients
     try:
-        return getattr(schema, spec.params_model).model_validate(params)
+        model = getattr(schema, spec.params_model, None) or getattr(legacy, spec.params_model)
+        return model.model_validate(params)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'params'}: {err['msg']}"

@@ -93,7 +93,12 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
                 ],
             )
         case UsageUpdated():
-            return s.UsageUpdate(session_update="usage_update", used=event.used, size=event.size)
+            cost = None
+            if event.cost_usd is not None:
+                cost = s.Cost(amount=round(event.cost_usd, 6), currency="USD")
+            return s.UsageUpdate(
+                session_update="usage_update", used=event.used, size=event.size, cost=cost
+            )
 
 
 def _text_block(text: str) -> s.TextContentBlock:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import anyio
 
+from ..config import ThoughtLevel
 from ..messages import Message, TurnStopReason
+from ..tools.base import SessionToolState
 
 
 @dataclass
@@ -23,8 +25,13 @@ class Session:
     cwd: Path
     roots: tuple[Path, ...]
     model_choice: str
+    """'provider/model' answering the next prompt."""
+    thought_level: ThoughtLevel | None = None
+    """Reasoning effort chosen by the user; None means the model's default."""
+    mode: str = "ask"
     history: list[Message] = field(default_factory=list)
     always_allowed: set[str] = field(default_factory=set)
+    tool_state: SessionToolState = field(default_factory=SessionToolState)
 
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     _running: anyio.CancelScope | None = field(default=None, repr=False)
