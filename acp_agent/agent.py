@@ -211,14 +211,21 @@ class Agent:
         """Runs the turn beside the task that flushes coalesced text chunks."""
         coalescer = ChunkCoalescer(turn.host.emit)
         turn.host = _CoalescedHost(turn.host, coalescer)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(coalescer.run)
-            try:
-                stop = await turn.run(message)
-            finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                    await coalescer.flush()
-                tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(coalescer.run)
+                try:
+                    stop = await turn.run(message)
+                finally:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                        await coalescer.flush()
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The flusher never fails, so a group holds the turn's one error: unwrap it
+            # so provider errors keep their type (and their readable message).
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
         return stop
 
     def _turn(self, session: Session) -> Turn:
