@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"
 MODEL_ENV_VAR = "ACP_AGENT_MODEL"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
-DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_CONTEXT_WINDOW = 128_000
 
 ThoughtLevel = Literal["off", "low", "medium", "high"]
@@ -136,7 +136,11 @@ class AnthropicProviderConfig(_Strict):
     type: Literal["anthropic", "anthropic-bedrock", "anthropic-vertex"]
     base_url: str | None = Field(None, description="API root; the vendor's if unset.")
     api_key_env: str | None = Field(
-        None, description="Environment variable holding the API key (default ANTHROPIC_API_KEY)."
+        None,
+        description=(
+            "Environment variable holding the API key (default ANTHROPIC_API_KEY); for Bedrock "
+            "a bearer key, for Vertex an access token (cloud credentials otherwise)."
+        ),
     )
     api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
     timeout: float = Field(600.0, gt=0, description="Seconds before a silent request fails.")

@@ -104,6 +104,8 @@ class Turn:
                     return "end_turn"
                 await self._run_tools(calls)
             return "max_turn_requests"
+        except _PermissionCancelled:
+            return "cancelled"
         finally:
             self._answer_open_tool_calls()
 
@@ -199,7 +201,8 @@ class Turn:
                 PermissionQuestion(call.id, title, tool.kind, call.arguments)
             )
             if decision == "cancelled":
-                raise anyio.get_cancelled_exc_class()()
+                await self._fail(call, "Cancelled.")
+                raise _PermissionCancelled
             if decision == "allow_always":
                 self.always_allowed.add(tool.name)
             if decision in ("reject_once", "reject_always"):
@@ -209,6 +212,11 @@ class Turn:
             outcome = await tool.run(params, context)
         except ToolFailed as exc:
             return await self._fail(call, str(exc))
+        except Exception as exc:
+            # A bug or an unexpected client reply: the user and the model both hear of it,
+            # and the turn goes on.
+            log.exception("tool %s failed", tool.name)
+            return await self._fail(call, f"{tool.name} failed: {type(exc).__name__}: {exc}")
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
                 await self.host.emit(
@@ -236,6 +244,10 @@ class Turn:
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
         return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+
+
+class _PermissionCancelled(Exception):
+    """The client answered a permission request `cancelled`: the turn ends, cancelled."""
 
 
 def _describe_retry(notice: RetryNotice) -> str:
@@ -277,6 +289,9 @@ class _ReplyBuilder:
         self._thinking.append(text)
         if data:
             self._thinking_data = {**(self._thinking_data or {}), **data}
+        if data and ("signature" in data or "redacted_data" in data):
+            # A signed (or redacted) block is complete: vendors need each one back as sent.
+            self._flush_thinking()
 
     def message(self) -> Message:
         self._flush_text()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
+
+from pydantic import ValidationError
 
 from ..messages import TurnEvent
 from ..rpc.endpoint import Endpoint
@@ -88,7 +91,11 @@ class ClientProxy:
 
 
 class SessionEditor:
-    """The `tools.Editor` of one session: client errors become `ToolFailed` for the model."""
+    """The `tools.Editor` of one session.
+
+    Client errors and malformed client replies become `ToolFailed`, so the tool call fails
+    visibly and the model hears why, instead of the whole prompt failing.
+    """
 
     def __init__(self, client: ClientProxy, session_id: str) -> None:
         self._client = client
@@ -102,21 +109,17 @@ class SessionEditor:
     def can_write_files(self) -> bool:
         return self._client.capabilities.write_text_file
 
-    async def read_text_file(self, path: str, line: int | None, limit: int | None) -> str:
-        try:
-            return await self._client.read_text_file(self._session_id, path, line, limit)
-        except RpcError as exc:
-            raise ToolFailed(f"the editor could not read {path}: {exc.message}") from None
-
     @property
     def can_run_terminals(self) -> bool:
         return self._client.capabilities.terminal
 
+    async def read_text_file(self, path: str, line: int | None, limit: int | None) -> str:
+        with _client_failures(f"read {path}"):
+            return await self._client.read_text_file(self._session_id, path, line, limit)
+
     async def write_text_file(self, path: str, content: str) -> None:
-        try:
+        with _client_failures(f"write {path}"):
             await self._client.write_text_file(self._session_id, path, content)
-        except RpcError as exc:
-            raise ToolFailed(f"the editor could not write {path}: {exc.message}") from None
 
     async def create_terminal(
         self,
@@ -134,12 +137,14 @@ class SessionEditor:
             env=[s.EnvVariable(name=k, value=v) for k, v in env.items()],
             output_byte_limit=output_byte_limit,
         )
-        raw = await self._terminal("terminal/create", dump(request), command)
-        return s.CreateTerminalResponse.model_validate(raw).terminal_id
+        with _client_failures(f"start a terminal for {command}"):
+            raw = await self._client.terminal_call("terminal/create", dump(request))
+            return s.CreateTerminalResponse.model_validate(raw).terminal_id
 
     async def terminal_output(self, terminal_id: str) -> TerminalOutput:
-        raw = await self._terminal("terminal/output", self._terminal_params(terminal_id))
-        response = s.TerminalOutputResponse.model_validate(raw)
+        with _client_failures("report terminal output"):
+            raw = await self._client.terminal_call("terminal/output", self._ids(terminal_id))
+            response = s.TerminalOutputResponse.model_validate(raw)
         status = response.exit_status
         return TerminalOutput(
             output=response.output,
@@ -148,25 +153,35 @@ class SessionEditor:
         )
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
-        raw = await self._terminal("terminal/wait_for_exit", self._terminal_params(terminal_id))
-        response = s.WaitForTerminalExitResponse.model_validate(raw)
+        with _client_failures("wait for the command"):
+            raw = await self._client.terminal_call("terminal/wait_for_exit", self._ids(terminal_id))
+            response = s.WaitForTerminalExitResponse.model_validate(raw)
         return TerminalExit(response.exit_code, response.signal)
 
     async def kill_terminal(self, terminal_id: str) -> None:
-        await self._terminal("terminal/kill", self._terminal_params(terminal_id))
+        with _client_failures("kill the command"):
+            await self._client.terminal_call("terminal/kill", self._ids(terminal_id))
 
     async def release_terminal(self, terminal_id: str) -> None:
-        await self._terminal("terminal/release", self._terminal_params(terminal_id))
+        with _client_failures("release the terminal"):
+            await self._client.terminal_call("terminal/release", self._ids(terminal_id))
 
-    def _terminal_params(self, terminal_id: str) -> dict[str, Any]:
+    def _ids(self, terminal_id: str) -> dict[str, Any]:
         return {"sessionId": self._session_id, "terminalId": terminal_id}
 
-    async def _terminal(self, method: str, params: dict[str, Any], what: str = "") -> Any:
-        try:
-            return await self._client.terminal_call(method, params)
-        except RpcError as exc:
-            subject = f" for {what}" if what else ""
-            raise ToolFailed(f"the editor's {method}{subject} failed: {exc.message}") from None
+
+@contextmanager
+def _client_failures(action: str) -> Iterator[None]:
+    try:
+        yield
+    except RpcError as exc:
+        raise ToolFailed(f"the editor could not {action}: {exc.message}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        raise ToolFailed(
+            f"the editor could not {action}: malformed reply ({where}: {first['msg']})"
+        ) from None
 
 
 def _decision(raw: Any) -> Decision:

@@ -7,6 +7,7 @@ whatever JSON the peer sent.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -26,7 +27,7 @@ from .errors import (
     ConnectionClosed,
     RpcError,
 )
-from .framing import ByteSink, ByteSource, read_lines
+from .framing import MAX_FRAME_BYTES, ByteSink, ByteSource, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,17 @@ class _Reply:
 
 
 class Endpoint:
-    def __init__(self, source: ByteSource, sink: ByteSink, *, outbox_size: int = 1024) -> None:
+    def __init__(
+        self,
+        source: ByteSource,
+        sink: ByteSink,
+        *,
+        outbox_size: int = 1024,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+    ) -> None:
         self._source = source
         self._sink = sink
+        self._max_frame_bytes = max_frame_bytes
         self._outbox_send, self._outbox_receive = anyio.create_memory_object_stream[bytes](
             outbox_size
         )
@@ -61,6 +70,7 @@ class Endpoint:
         self._waiting: dict[RequestId, MemoryObjectSendStream[_Reply]] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         self._closed = anyio.Event()
+        self._drained = anyio.Event()
 
     # --- running -----------------------------------------------------------------------
 
@@ -69,19 +79,21 @@ class Endpoint:
 
         Then outbound waiters fail with `ConnectionClosed`, requests still running get
         `drain_timeout` seconds to answer (input from a file ends before the work does),
-        the rest are cancelled, and queued frames are flushed before returning.
+        the rest are cancelled (and answer `REQUEST_CANCELLED`), and queued frames are
+        flushed before returning.
         """
         async with anyio.create_task_group() as writer:
             writer.start_soon(self._write_frames)
             async with anyio.create_task_group() as requests:
-                async for line in read_lines(self._source):
+                async for line in read_lines(self._source, self._max_frame_bytes):
                     await self._receive_frame(requests, handler, line)
                 self._closed.set()
                 self._wake_waiters()
-                with anyio.move_on_after(drain_timeout):
-                    while self._in_flight:
-                        await anyio.sleep(0.01)
-                requests.cancel_scope.cancel()
+                if self._in_flight:
+                    with anyio.move_on_after(drain_timeout):
+                        await self._drained.wait()
+                for scope in self._in_flight.values():
+                    scope.cancel()  # each still answers, with REQUEST_CANCELLED
             self._outbox_send.close()
 
     @property
@@ -144,6 +156,14 @@ class Endpoint:
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
             )
+        elif isinstance(method, str) and has_id and message_id in self._in_flight:
+            # Answering under that id would pose as the answer to the first request.
+            await self._send_error(
+                None,
+                RpcError(
+                    INVALID_REQUEST, f"id {message_id!r} is already used by a request in flight"
+                ),
+            )
         elif isinstance(method, str) and has_id:
             self._start_request(tg, handler, message_id, method, message.get("params"))
         elif isinstance(method, str):
@@ -173,6 +193,29 @@ class Endpoint:
         method: str,
         params: Any,
     ) -> None:
+        try:
+            reply = await self._outcome(handler, scope, method, params)
+            if reply.error is None:
+                try:
+                    await self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
+                    return
+                except (TypeError, ValueError) as exc:
+                    log.error("%s returned a result that is not JSON: %s", method, exc)
+                    reply = _Reply(
+                        error=RpcError(INTERNAL_ERROR, f"{method} produced an invalid result")
+                    )
+            assert reply.error is not None
+            await self._send_error(request_id, reply.error)
+        finally:
+            # In flight until answered: the drain at end of input waits for the answer too.
+            if self._in_flight.get(request_id) is scope:
+                del self._in_flight[request_id]
+            if self.closed and not self._in_flight:
+                self._drained.set()
+
+    async def _outcome(
+        self, handler: Handler, scope: anyio.CancelScope, method: str, params: Any
+    ) -> _Reply:
         reply = _Reply(error=RpcError(REQUEST_CANCELLED, f"{method} was cancelled"))
         try:
             with scope:
@@ -181,21 +224,8 @@ class Endpoint:
             reply = _Reply(error=exc)
         except Exception as exc:
             log.exception("%s failed", method)
-            reply = _Reply(
-                error=RpcError(INTERNAL_ERROR, f"{method} failed: {type(exc).__name__}: {exc}")
-            )
-        finally:
-            self._in_flight.pop(request_id, None)
-        if reply.error is not None:
-            await self._send_error(request_id, reply.error)
-            return
-        try:
-            await self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
-        except (TypeError, ValueError) as exc:
-            log.error("%s returned a result that is not JSON: %s", method, exc)
-            await self._send_error(
-                request_id, RpcError(INTERNAL_ERROR, f"{method} produced an invalid result")
-            )
+            reply = _Reply(error=RpcError(INTERNAL_ERROR, _short_failure(method, exc)))
+        return reply
 
     async def _receive_notification(self, handler: Handler, method: str, params: Any) -> None:
         if method == CANCEL_REQUEST:
@@ -221,10 +251,11 @@ class Endpoint:
             reply = _Reply(error=_error_from_wire(error))
         else:
             reply = _Reply(result=message.get("result"))
-        try:
+        # The requester may have stopped waiting (cancelled).
+        with contextlib.suppress(
+            anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError
+        ):
             waiter.send_nowait(reply)
-        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the requester stopped waiting (cancelled)
         waiter.close()
 
     def _wake_waiters(self) -> None:
@@ -253,8 +284,8 @@ class Endpoint:
                 while True:
                     try:
                         batch.append(self._outbox_receive.receive_nowait())
-                    except anyio.WouldBlock:
-                        break
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break  # EndOfStream: the outbox closed; the loop ends after this write
                 if broken:
                     continue  # keep draining so senders never block on a dead peer
                 try:
@@ -262,6 +293,15 @@ class Endpoint:
                 except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                     log.warning("output closed, dropping further messages: %s", exc)
                     broken = True
+
+
+def _short_failure(method: str, exc: Exception, limit: int = 300) -> str:
+    """One line for the peer: the exception type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    detail = lines[0].strip() if lines else ""
+    if len(detail) > limit:
+        detail = detail[: limit - 3] + "..."
+    return f"{method} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
 def _is_valid_id(value: Any) -> bool:

@@ -87,13 +87,14 @@ async def read_lines(source: ByteSource, max_bytes: int = MAX_FRAME_BYTES) -> As
         while (newline := chunk.find(b"\n", start)) != -1:
             if oversized:
                 oversized = False
-                pending.clear()
+            elif len(pending) + newline - start > max_bytes:
+                yield b""  # the line ends in this chunk, but it is still too long
             else:
                 pending += chunk[start:newline]
                 line = bytes(pending).strip()
-                pending.clear()
                 if line:
                     yield line
+            pending.clear()
             start = newline + 1
         if not oversized:
             pending += chunk[start:]

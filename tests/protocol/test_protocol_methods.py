@@ -1,0 +1,264 @@
+"""Dispatch and validation: the method table, params errors, `_meta`, unknown methods."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.meta import AGENT_METHODS
+from acp.schema import NewSessionResponse, PromptResponse
+
+from acp_agent.protocol.methods import NOTIFICATIONS, REQUESTS
+
+pytestmark = pytest.mark.anyio
+
+Connection = Callable[[], Any]
+LEGACY_METHODS = {"session/set_model"}
+"""Served for older v1 clients, though the pinned schema no longer lists them."""
+
+
+def prompt_params(session_id: str, text: str = "hi") -> dict[str, Any]:
+    return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+
+
+# --- the method table ------------------------------------------------------------------
+
+
+def test_every_method_we_serve_exists_in_the_schema() -> None:
+    schema_methods = set(AGENT_METHODS.values())
+    served = set(REQUESTS) | set(NOTIFICATIONS)
+    assert served - LEGACY_METHODS <= schema_methods
+    assert "initialize" in schema_methods
+
+
+def test_requests_and_notifications_do_not_overlap() -> None:
+    assert not set(REQUESTS) & set(NOTIFICATIONS)
+
+
+def test_the_core_methods_are_served() -> None:
+    assert {"session/new", "session/prompt"} <= set(REQUESTS)
+    assert "session/cancel" in NOTIFICATIONS
+
+
+async def test_schema_methods_we_do_not_serve_answer_method_not_found(
+    connection: Connection,
+) -> None:
+    unserved = sorted(
+        set(AGENT_METHODS.values()) - set(REQUESTS) - set(NOTIFICATIONS) - {"initialize"}
+    )
+    assert unserved  # the schema has methods we do not serve yet (or this test is moot)
+    async with connection() as client:
+        await client.initialize()
+        for method in unserved:
+            error = await client.error(method, {"sessionId": "sess_x"})
+            assert error["code"] == -32601, method
+            assert method in error["message"]
+
+
+async def test_a_notification_sent_as_a_request_answers_method_not_found(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/cancel", {"sessionId": "sess_x"})
+        assert error["code"] == -32601
+
+
+# --- unknown methods and notifications -------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["no/such", "session/frobnicate", "_vendor/extension"])
+async def test_an_unknown_request_answers_method_not_found(
+    connection: Connection, method: str
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error(method, {})
+        assert error["code"] == -32601
+        assert method in error["message"]
+
+
+async def test_an_unknown_underscore_notification_is_ignored_and_the_server_still_serves(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        await client.notify("_foo", {"anything": [1, 2]})
+        await client.notify("_zed/whatever")
+        await client.notify("unknown/notification", {"x": 1})
+        session_id = await client.new_session(tmp_path)
+        assert (await client.prompt(session_id, "still here"))["result"]["stopReason"] == (
+            "end_turn"
+        )
+        assert not any("error" in f for f in client.frames)
+
+
+async def test_a_malformed_cancel_notification_is_ignored(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        session_id = await client.new_session(tmp_path)
+        await client.notify("session/cancel", {})
+        await client.notify("session/cancel", {"sessionId": 12})
+        await client.notify("session/cancel", {"sessionId": "sess_unknown"})
+        assert (await client.prompt(session_id))["result"]["stopReason"] == "end_turn"
+
+
+# --- params validation -----------------------------------------------------------------
+
+
+async def test_session_new_answers_a_schema_valid_response(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        result = await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    NewSessionResponse.model_validate(result)
+    assert result["sessionId"]
+
+
+async def test_session_new_without_mcp_servers_works_for_early_v1_clients(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        result = await client.call("session/new", {"cwd": str(tmp_path)})
+    assert result["sessionId"]
+
+
+async def test_session_new_with_a_relative_cwd_is_invalid_params_naming_cwd(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/new", {"cwd": "relative/dir", "mcpServers": []})
+    assert error["code"] == -32602
+    assert "cwd" in error["message"]
+    assert "absolute" in error["message"]
+
+
+async def test_session_new_with_a_missing_directory_is_invalid_params(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        missing = tmp_path / "does-not-exist"
+        error = await client.error("session/new", {"cwd": str(missing), "mcpServers": []})
+    assert error["code"] == -32602
+    assert "cwd" in error["message"]
+
+
+async def test_session_new_without_cwd_is_invalid_params_naming_cwd(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/new", {"mcpServers": []})
+    assert error["code"] == -32602
+    assert "cwd" in error["message"]
+    assert "\n" not in error["message"]
+
+
+@pytest.mark.parametrize("params", [[], "x", 3])
+async def test_params_that_are_not_an_object_are_invalid_params(
+    connection: Connection, params: Any
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/new", params)
+    assert error["code"] == -32602
+
+
+async def test_a_prompt_without_session_id_is_invalid_params_naming_session_id(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]})
+    assert error["code"] == -32602
+    assert "sessionId" in error["message"]
+
+
+async def test_a_prompt_with_a_malformed_content_block_is_invalid_params(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        session_id = await client.new_session(tmp_path)
+        error = await client.error(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text"}]}
+        )
+        assert error["code"] == -32602
+        assert (await client.prompt(session_id))["result"]["stopReason"] == "end_turn"
+
+
+async def test_a_prompt_for_an_unknown_session_is_resource_not_found_naming_it(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        error = await client.error("session/prompt", prompt_params("sess_nope"))
+    assert error["code"] == -32002
+    assert "sess_nope" in error["message"]
+    assert "session" in error["message"]
+
+
+async def test_methods_before_initialize_are_still_answered(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        session_id = await client.new_session(tmp_path)
+        assert (await client.prompt(session_id))["result"]["stopReason"] == "end_turn"
+
+
+# --- _meta and unknown fields ----------------------------------------------------------
+
+
+async def test_meta_and_unknown_fields_in_params_are_accepted_and_not_treated_as_arguments(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        result = await client.call(
+            "session/new",
+            {
+                "cwd": str(tmp_path),
+                "mcpServers": [],
+                "_meta": {"cwd": "/elsewhere", "zed": {"thread": "t1"}},
+                "futureField": True,
+            },
+        )
+        session_id = result["sessionId"]
+        reply = await client.request(
+            "session/prompt",
+            {
+                "sessionId": session_id,
+                "prompt": [
+                    {"type": "text", "text": "plain words", "_meta": {"text": "SECRET-META"}}
+                ],
+                "_meta": {"sessionId": "sess_other", "prompt": "META-PROMPT"},
+            },
+        )
+    assert reply["result"]["stopReason"] == "end_turn"
+    PromptResponse.model_validate(reply["result"])
+    echoed = "".join(
+        u["content"]["text"]
+        for u in client.updates(session_id)
+        if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert "plain words" in echoed
+    assert "META" not in echoed
+    assert client.updates("sess_other") == []
+
+
+async def test_a_cancel_notification_with_meta_is_served(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        session_id = await client.new_session(tmp_path)
+        await client.notify("session/cancel", {"sessionId": session_id, "_meta": {"why": "x"}})
+        assert (await client.prompt(session_id))["result"]["stopReason"] == "end_turn"
