@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from functools import partial
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .. import logs
-from ..rpc.endpoint import Endpoint
+from ..rpc.endpoint import Endpoint, FollowedBy
 from ..rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
 from .handshake import ClientCapabilities, Handshake, initialize_response, parse_initialize
@@ -74,7 +75,10 @@ class AcpServer:
         agent = await self._ready_agent()
         request = _parse_params(spec, params)
         result = await getattr(agent, spec.handler)(request)
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if method == "session/new":
+            return FollowedBy(answer, partial(agent.after_new_session, answer["sessionId"]))
+        return answer
 
     async def handle_notification(self, method: str, params: Any) -> None:
         spec = NOTIFICATIONS.get(method)

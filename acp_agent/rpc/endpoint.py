@@ -11,8 +11,9 @@ import contextlib
 import itertools
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import anyio
 from anyio.abc import TaskGroup
@@ -43,6 +44,15 @@ class Handler(Protocol):
     async def handle_notification(self, method: str, params: Any) -> None:
         """Runs inline in the reader: it must return promptly."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class FollowedBy:
+    """A result plus work to run once the response is written (e.g. notifications that
+    must reach the peer after it has learnt an id from the response)."""
+
+    result: Any
+    follow_up: Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,14 +159,14 @@ class Endpoint:
             )
             return
 
-        message_id = message.get("id")
+        raw_id = message.get("id")
+        message_id = raw_id if _is_valid_id(raw_id) else None
         method = message.get("method")
-        has_id = "id" in message and _is_valid_id(message_id)
-        if "id" in message and not _is_valid_id(message_id):
+        if "id" in message and message_id is None:
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
             )
-        elif isinstance(method, str) and has_id and message_id in self._in_flight:
+        elif isinstance(method, str) and message_id is not None and message_id in self._in_flight:
             # Answering under that id would pose as the answer to the first request.
             await self._send_error(
                 None,
@@ -164,15 +174,15 @@ class Endpoint:
                     INVALID_REQUEST, f"id {message_id!r} is already used by a request in flight"
                 ),
             )
-        elif isinstance(method, str) and has_id:
+        elif isinstance(method, str) and message_id is not None:
             self._start_request(tg, handler, message_id, method, message.get("params"))
         elif isinstance(method, str):
             await self._receive_notification(handler, method, message.get("params"))
-        elif has_id and ("result" in message or "error" in message):
+        elif message_id is not None and ("result" in message or "error" in message):
             self._receive_reply(message_id, message)
         else:
             await self._send_error(
-                message_id if has_id else None,
+                message_id,
                 RpcError(
                     INVALID_REQUEST, "a message needs a method, or an id with a result or error"
                 ),
@@ -196,8 +206,14 @@ class Endpoint:
         try:
             reply = await self._outcome(handler, scope, method, params)
             if reply.error is None:
+                result = reply.result
+                follow_up = None
+                if isinstance(result, FollowedBy):
+                    result, follow_up = result.result, result.follow_up
                 try:
-                    await self._send({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
+                    await self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+                    if follow_up is not None:
+                        await self._run_follow_up(method, follow_up)
                     return
                 except (TypeError, ValueError) as exc:
                     log.error("%s returned a result that is not JSON: %s", method, exc)
@@ -212,6 +228,12 @@ class Endpoint:
                 del self._in_flight[request_id]
             if self.closed and not self._in_flight:
                 self._drained.set()
+
+    async def _run_follow_up(self, method: str, follow_up: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await follow_up()
+        except Exception:
+            log.exception("follow-up of %s failed", method)
 
     async def _outcome(
         self, handler: Handler, scope: anyio.CancelScope, method: str, params: Any
@@ -304,7 +326,7 @@ def _short_failure(method: str, exc: Exception, limit: int = 300) -> str:
     return f"{method} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
-def _is_valid_id(value: Any) -> bool:
+def _is_valid_id(value: Any) -> TypeGuard[RequestId]:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
