@@ -17,7 +17,6 @@ import anyio
 from pydantic import ValidationError
 
 from .config import ThoughtLevel
-
 from .messages import (
     Location,
     Message,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-from functools import partial
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
