@@ -15,7 +15,7 @@ from acp_agent.rpc.framing import StreamSink, StreamSource
 
 
 @asynccontextmanager
-async def _connection() -> AsyncIterator[FakeClient]:
+async def _connection(config_path: str | None = None) -> AsyncIterator[FakeClient]:
     to_agent, agent_input = anyio.create_memory_object_stream[bytes](1024)
     agent_output, from_agent = anyio.create_memory_object_stream[bytes](1024)
     async with anyio.create_task_group() as tg:
@@ -24,7 +24,10 @@ async def _connection() -> AsyncIterator[FakeClient]:
         async def run_agent() -> None:
             async with agent_output:
                 await serve(
-                    StreamSource(agent_input), StreamSink(agent_output), config_path=None, env={}
+                    StreamSource(agent_input),
+                    StreamSink(agent_output),
+                    config_path=config_path,
+                    env={},
                 )
 
         tg.start_soon(run_agent)
@@ -39,5 +42,5 @@ async def _connection() -> AsyncIterator[FakeClient]:
 
 @pytest.fixture
 def connection() -> Callable[[], Any]:
-    """`async with connection() as client`: a fresh agent served for the block."""
+    """`async with connection([config_path]) as client`: a fresh agent served for the block."""
     return _connection
