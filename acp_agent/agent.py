@@ -27,9 +27,11 @@ from .protocol.coalesce import ChunkCoalescer
 from .protocol.content import prompt_message
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .providers import AuthError, Provider, ProviderError, create_provider
+from .providers.usage import Encoder, TokenCounter, UsageMeter
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .sessions import Session
 from .tools import Decision, PermissionQuestion, ToolContext, builtin_tools
+from .tools.permissions import MODES, is_mode
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +42,17 @@ absolute path. Be concise. Today is {today}."""
 
 MODEL_COMMAND = "model"
 
-# (id, name, description) of the session modes; empty until permission modes exist.
-MODES: list[tuple[str, str, str]] = []
-
 
 class Agent:
-    def __init__(self, config: AgentConfig, client: ClientProxy, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        client: ClientProxy,
+        env: Mapping[str, str],
+        encoder: Encoder | None = None,
+    ) -> None:
         self._config = config
+        self._encoder = encoder
         self._client = client
         self._env = env
         self._sessions: dict[str, Session] = {}
@@ -69,13 +75,14 @@ class Agent:
             cwd=cwd,
             roots=(cwd, *extra),
             model_choice=self._config.default_choice,
+            usage=UsageMeter(counter=TokenCounter(self._encoder, encoding=None)),
         )
         self._sessions[session.id] = session
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
         response = s.NewSessionResponse(
             session_id=session.id,
             config_options=options.config_options(self._config, session, MODES),
-            modes=options.mode_state(session, MODES) if MODES else None,
+            modes=options.mode_state(session, MODES),
         )
         # The older `models` state is not in the current schema: it rides alongside.
         return _LegacyNewSessionResponse(
@@ -132,6 +139,13 @@ class Agent:
     ) -> s.SetSessionConfigOptionResponse:
         session = self._session(request.session_id)
         self._apply_option(session, request.config_id, request.value)
+        if request.config_id == options.MODE:
+            await self._client.send_schema_update(
+                session.id,
+                s.CurrentModeUpdate(
+                    session_update="current_mode_update", current_mode_id=session.mode
+                ),
+            )
         return s.SetSessionConfigOptionResponse(
             config_options=options.config_options(self._config, session, MODES)
         )
@@ -165,10 +179,10 @@ class Agent:
             if value not in levels:
                 raise RpcError(INVALID_PARAMS, f"thought_level must be one of {', '.join(levels)}")
             session.thought_level = value
-        elif option == options.MODE and MODES:
-            known = [mode_id for mode_id, _, _ in MODES]
-            if value not in known:
-                raise RpcError(INVALID_PARAMS, f"unknown mode {value!r}; modes: {', '.join(known)}")
+        elif option == options.MODE:
+            if not is_mode(value):
+                known = ", ".join(mode.id for mode in MODES)
+                raise RpcError(INVALID_PARAMS, f"unknown mode {value!r}; modes: {known}")
             session.mode = value
         else:
             raise RpcError(INVALID_PARAMS, f"unknown config option {option!r}")
@@ -235,6 +249,7 @@ class Agent:
         if provider is None:
             provider = create_provider(provider_name, provider_config, self._env)
             self._providers[provider_name] = provider
+        session.usage.prices = model.prices  # a switch keeps the cost so far
         system = self._config.system_prompt or DEFAULT_SYSTEM_PROMPT
         settings = TurnSettings(
             model=model.id,
@@ -255,9 +270,13 @@ class Agent:
                 roots=session.roots,
                 editor=self._client.editor(session.id),
                 state=session.tool_state,
+                shell_timeout=self._config.shell_timeout,
+                client_shows_terminal_stream=self._client.capabilities.terminal_output_meta,
             ),
             host=_SessionHost(self._client, session.id),
-            always_allowed=session.always_allowed,
+            meter=session.usage,
+            mode=session.mode,
+            memory=session.permissions,
         )
 
 

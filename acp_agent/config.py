@@ -93,6 +93,12 @@ class EchoProviderConfig(_Strict):
         0.0, ge=0, le=10, description="Seconds between streamed words, to watch streaming."
     )
 
+    @model_validator(mode="after")
+    def _usable(self) -> EchoProviderConfig:
+        if not self.models:
+            raise ValueError("models: list at least one model")
+        return self
+
 
 class OpenAIProviderConfig(_Strict):
     """OpenAI Chat Completions, or any server that speaks it (Ollama, vLLM, LiteLLM ...)."""
@@ -179,6 +185,9 @@ class AgentConfig(_Strict):
         50, gt=0, description="Model calls allowed in one prompt turn before it stops."
     )
     system_prompt: str | None = Field(None, description="Replaces the built-in system prompt.")
+    shell_timeout: float = Field(
+        120.0, gt=0, le=86_400, description="Seconds a shell command may run before it is killed."
+    )
     log_file: str | None = Field(None, description="Write logs here instead of stderr.")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     providers: dict[str, ProviderConfig] = Field(min_length=1)

@@ -42,13 +42,20 @@ from .messages import (
     UsageUpdated,
 )
 from .providers import ContextWindowError, ModelRequest, Provider
+from .providers.usage import UsageMeter
 from .tools import (
     Decision,
     PermissionQuestion,
     Tool,
     ToolContext,
     ToolFailed,
-    needs_permission,
+)
+from .tools.permissions import (
+    DEFAULT_MODE,
+    PermissionMemory,
+    PermissionMode,
+    decide,
+    tools_for_mode,
 )
 
 log = logging.getLogger(__name__)
@@ -82,8 +89,11 @@ class Turn:
     tools: Mapping[str, Tool[Any]]
     context: ToolContext
     host: TurnHost
-    always_allowed: set[str] = field(default_factory=set)
-    """Tool names the user answered "always" for, shared with the session."""
+    meter: UsageMeter = field(default_factory=UsageMeter)
+    """The session's context and cost figures, updated after every model call."""
+    mode: PermissionMode = DEFAULT_MODE
+    memory: PermissionMemory = field(default_factory=PermissionMemory)
+    """The user's "always" answers, shared with the session."""
 
     async def run(self, prompt: Message) -> TurnStopReason:
         self.history.append(prompt)
@@ -133,12 +143,13 @@ class Turn:
             model=self.settings.model,
             system=self.settings.system_prompt,
             messages=list(self.history),
-            tools=[tool.spec() for tool in self.tools.values()],
+            tools=[tool.spec() for tool in self._offered().values()],
             max_output_tokens=self.settings.max_output_tokens,
             thought_level=self.settings.thought_level,
         )
         reply = _ReplyBuilder()
         stop: ModelStopReason | None = None
+        reported: Usage | None = None
         try:
             async with self.provider.stream(request) as events:
                 async for event in events:
@@ -153,7 +164,7 @@ class Turn:
                         case ToolCallEnd(call=call):
                             reply.parts.append(call)
                         case Usage() as usage:
-                            await self.host.emit(self._usage_update(usage))
+                            reported = usage
                         case Stop(reason=reason):
                             stop = reason
                         case RetryNotice():
@@ -165,13 +176,16 @@ class Turn:
             message = reply.message()
             if message.parts:
                 self.history.append(message)
+            reading = self.meter.after_call(
+                self.history, reported, system=request.system, tools=request.tools
+            )
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_SECONDS):
+                await self.host.emit(
+                    UsageUpdated(reading.used, self.settings.context_window, reading.cost_usd)
+                )
         if stop is None:
             return "end_turn"
         return stop
-
-    def _usage_update(self, usage: Usage) -> UsageUpdated:
-        used = usage.input_tokens + usage.output_tokens
-        return UsageUpdated(used=used, size=self.settings.context_window)
 
     # --- tool calls ----------------------------------------------------------------------
 
@@ -182,10 +196,11 @@ class Turn:
             results.parts.append(await self._run_tool(call))
 
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
-        tool = self.tools.get(call.name)
+        offered = self._offered()
+        tool = offered.get(call.name)
         if tool is None:
             await self._announce(call, call.name, "other")
-            known = ", ".join(self.tools) or "none"
+            known = ", ".join(offered) or "none"
             return await self._fail(call, f"There is no tool named {call.name!r}. Tools: {known}.")
         try:
             params = _parse_arguments(tool, call)
@@ -195,15 +210,23 @@ class Turn:
         context = replace(self.context, tool_call_id=call.id, emit=self.host.emit)
         title = tool.title(params, context)
         await self._announce(call, title, tool.kind, tool.locations(params, context))
-        if needs_permission(tool, params, context) and tool.name not in self.always_allowed:
+        verdict = decide(tool, params, context, self.mode, self.memory)
+        if verdict == "reject":
+            return await self._fail(call, "The user chose to always reject calls like this.")
+        if verdict == "ask":
             decision = await self.host.ask_permission(
-                PermissionQuestion(call.id, title, tool.kind, call.arguments)
+                PermissionQuestion(
+                    call.id,
+                    title,
+                    tool.kind,
+                    call.arguments,
+                    always_scope=self.memory.describe(tool, params, context),
+                )
             )
             if decision == "cancelled":
                 await self._fail(call, "Cancelled.")
                 raise _PermissionCancelled
-            if decision == "allow_always":
-                self.always_allowed.add(tool.name)
+            self.memory.remember(decision, tool, params, context)
             if decision in ("reject_once", "reject_always"):
                 return await self._fail(call, "The user rejected this tool call.")
         await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
@@ -239,6 +262,9 @@ class Turn:
         await self.host.emit(
             ToolCallStarted(call.id, title, kind, raw_input=call.arguments, locations=locations)
         )
+
+    def _offered(self) -> dict[str, Tool[Any]]:
+        return tools_for_mode(self.tools, self.mode)
 
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))

@@ -118,6 +118,8 @@ class ToolCallEnd:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens of one model call; the fields are disjoint (`input_tokens` is uncached input)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0

@@ -36,6 +36,7 @@ from acp_agent.messages import (
 )
 from acp_agent.providers import ModelRequest, ProviderError
 from acp_agent.tools import Decision, PermissionQuestion, Tool, ToolContext, ToolOutcome, ToolParams
+from acp_agent.tools.permissions import PermissionMemory
 
 pytestmark = pytest.mark.anyio
 
@@ -169,7 +170,7 @@ def make_turn(
     *,
     max_turn_requests: int = 10,
     history: list[Message] | None = None,
-    always_allowed: set[str] | None = None,
+    memory: PermissionMemory | None = None,
 ) -> Turn:
     tools: dict[str, Tool[Any]] = {t.name: t for t in (Add(), WriteNote(), WaitForever())}
     return Turn(
@@ -189,7 +190,7 @@ def make_turn(
             editor=NoEditor(),  # type: ignore[arg-type]
         ),
         host=host,
-        always_allowed=set() if always_allowed is None else always_allowed,
+        memory=PermissionMemory() if memory is None else memory,
     )
 
 
@@ -494,11 +495,11 @@ async def test_allow_always_is_remembered_and_not_asked_again(tmp_path: Path) ->
         [Stop("end_turn")],
     )
     host = Host("allow_always")
-    remembered: set[str] = set()
-    turn = make_turn(provider, host, tmp_path, always_allowed=remembered)
+    remembered = PermissionMemory()
+    turn = make_turn(provider, host, tmp_path, memory=remembered)
     await turn.run(user("go"))
     assert len(host.questions) == 1
-    assert remembered == {"write_note"}
+    assert remembered.allowed == {"tool:write_note"}
     assert [r.text for m in turn.history for r in tool_results(m)] == ["wrote one", "wrote two"]
 
 

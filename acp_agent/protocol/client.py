@@ -17,12 +17,7 @@ from . import schema as s
 from .handshake import ClientCapabilities
 from .updates import dump, session_update
 
-PERMISSION_OPTIONS: tuple[tuple[Decision, str], ...] = (
-    ("allow_once", "Allow"),
-    ("allow_always", "Always allow"),
-    ("reject_once", "Reject"),
-    ("reject_always", "Always reject"),
-)
+DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_always", "reject_once", "reject_always")
 
 
 class CapabilityMissing(Exception):
@@ -35,13 +30,11 @@ class ClientProxy:
         self.capabilities = capabilities
 
     async def send_update(self, session_id: str, event: TurnEvent) -> None:
-        await self._endpoint.notify(
-            "session/update",
-            {
-                "sessionId": session_id,
-                "update": session_update(event, self.capabilities.terminal_output_meta),
-            },
-        )
+        update = session_update(event, self.capabilities.terminal_output_meta)
+        if update is not None:
+            await self._endpoint.notify(
+                "session/update", {"sessionId": session_id, "update": update}
+            )
 
     async def send_schema_update(self, session_id: str, update: s.BaseModel) -> None:
         await self._endpoint.notify(
@@ -59,7 +52,7 @@ class ClientProxy:
             ),
             options=[
                 s.PermissionOption(option_id=kind, name=name, kind=kind)
-                for kind, name in PERMISSION_OPTIONS
+                for kind, name in _permission_options(question.always_scope)
             ],
         )
         raw = await self._endpoint.request("session/request_permission", dump(request))
@@ -184,6 +177,18 @@ def _client_failures(action: str) -> Iterator[None]:
         ) from None
 
 
+def _permission_options(always_scope: str | None) -> list[tuple[Decision, str]]:
+    """Allow/reject once, plus "always" options naming what they cover when it can be kept."""
+    if always_scope is None:
+        return [("allow_once", "Allow"), ("reject_once", "Reject")]
+    return [
+        ("allow_once", "Allow"),
+        ("allow_always", f"Always allow {always_scope}"),
+        ("reject_once", "Reject"),
+        ("reject_always", f"Always reject {always_scope}"),
+    ]
+
+
 def _decision(raw: Any) -> Decision:
     """The chosen option; anything unreadable counts as a rejection, never as consent."""
     outcome = raw.get("outcome") if isinstance(raw, dict) else None
@@ -192,7 +197,7 @@ def _decision(raw: Any) -> Decision:
     if outcome.get("outcome") == "cancelled":
         return "cancelled"
     chosen = outcome.get("optionId")
-    for kind, _ in PERMISSION_OPTIONS:
+    for kind in DECISIONS:
         if chosen == kind:
             return kind
     return "reject_once"

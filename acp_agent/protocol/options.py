@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import AgentConfig, ModelConfig, ThoughtLevel
 from ..sessions import Session
+from ..tools.permissions import ModeInfo
 from . import schema as s
 
 MODEL = "model"
@@ -32,9 +34,7 @@ def thought_level(config: AgentConfig, session: Session) -> ThoughtLevel | None:
     return session.thought_level or model.thought_level
 
 
-def config_options(
-    config: AgentConfig, session: Session, modes: list[tuple[str, str, str]]
-) -> list[Any]:
+def config_options(config: AgentConfig, session: Session, modes: Sequence[ModeInfo]) -> list[Any]:
     options: list[Any] = [_model_option(config, session)]
     level = thought_level(config, session)
     if level is not None:
@@ -62,8 +62,8 @@ def config_options(
                 category="mode",
                 current_value=session.mode,
                 options=[
-                    s.SessionConfigSelectOption(value=mode_id, name=name, description=description)
-                    for mode_id, name, description in modes
+                    s.SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
+                    for m in modes
                 ],
             )
         )
@@ -108,11 +108,10 @@ def legacy_models_state(config: AgentConfig, session: Session) -> dict[str, Any]
     }
 
 
-def mode_state(session: Session, modes: list[tuple[str, str, str]]) -> s.SessionModeState:
+def mode_state(session: Session, modes: Sequence[ModeInfo]) -> s.SessionModeState:
     return s.SessionModeState(
         current_mode_id=session.mode,
         available_modes=[
-            s.SessionMode(id=mode_id, name=name, description=description)
-            for mode_id, name, description in modes
+            s.SessionMode(id=m.id, name=m.name, description=m.description) for m in modes
         ],
     )

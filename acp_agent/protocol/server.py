@@ -27,6 +27,7 @@ from .methods import NOTIFICATIONS, REQUESTS, Method
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..config import AgentConfig
+    from ..providers.usage import Encoder
 
 log = logging.getLogger(__name__)
 
@@ -106,24 +107,25 @@ class AcpServer:
 
     async def _warm_up(self) -> None:
         try:
-            config = await anyio.to_thread.run_sync(self._load_heavy_modules)
-            if isinstance(config, str):
-                self._startup_error = config
-                log.error("%s", config)
+            loaded = await anyio.to_thread.run_sync(self._load_heavy_modules)
+            if isinstance(loaded, str):
+                self._startup_error = loaded
+                log.error("%s", loaded)
                 return
+            config, encoder = loaded
             from ..agent import Agent
             from .client import ClientProxy
 
             client = ClientProxy(self._endpoint, self._handshake.client)
-            self._agent = Agent(config, client, self._env)
+            self._agent = Agent(config, client, self._env, encoder)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")
         finally:
             self._ready.set()
 
-    def _load_heavy_modules(self) -> AgentConfig | str:
-        """The configuration, or what is wrong with it.
+    def _load_heavy_modules(self) -> tuple[AgentConfig, Encoder | None] | str:
+        """The configuration and the token encoder, or what is wrong with the configuration.
 
         Runs in a worker thread, so the event loop keeps answering meanwhile: nothing heavy
         (pydantic, the schema, vendor SDKs) may be imported on the loop's thread.
@@ -142,7 +144,9 @@ class AcpServer:
         log.info("configuration: %s; default model %s", config.source, config.default_choice)
         _, provider, _ = config.find_model(config.default_choice)
         importlib.import_module(provider_module_for(provider))
-        return config
+        from ..providers.usage import load_encoder
+
+        return config, load_encoder()
 
 
 def _parse_params(spec: Method, params: Any) -> Any:

@@ -22,12 +22,50 @@ from ..messages import (
 from . import schema as s
 
 
-def session_update(event: TurnEvent, terminal_meta: bool = False) -> dict[str, Any]:
-    """The update payload; `terminal_meta` adds Zed's `_meta.terminal_*` display extension."""
-    update = dump(_update_model(event))
-    if terminal_meta and isinstance(event, ToolCallUpdated) and event.terminal is not None:
-        update["_meta"] = _terminal_meta(event.terminal)
+def session_update(event: TurnEvent, terminal_meta: bool = False) -> dict[str, Any] | None:
+    """The update payload, or None when there is nothing this client would show.
+
+    `terminal_meta`: the client renders Zed's `_meta.terminal_*` extension, which streams a
+    local command's output into a display terminal.
+    """
+    if isinstance(event, ToolCallUpdated) and event.terminal is not None:
+        if terminal_meta:
+            return _with_terminal_meta(event, event.terminal)
+        if _only_terminal(event):
+            return None
+    return dump(_update_model(event))
+
+
+def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> dict[str, Any]:
+    if stream.cwd is not None:
+        # Zed opens a display terminal only from a `tool_call`; repeating one for a known id
+        # updates that call.
+        update = dump(
+            s.ToolCallStart(
+                session_update="tool_call",
+                tool_call_id=event.id,
+                title=event.title or "",
+                kind="execute",
+                status=event.status,
+                content=None
+                if event.content is None
+                else [_tool_content(c) for c in event.content],
+            )
+        )
+    else:
+        update = dump(_update_model(event))
+    update["_meta"] = _terminal_meta(stream)
     return update
+
+
+def _only_terminal(event: ToolCallUpdated) -> bool:
+    return (
+        event.status is None
+        and event.title is None
+        and event.content is None
+        and event.locations is None
+        and event.raw_output is None
+    )
 
 
 def _terminal_meta(stream: TerminalStream) -> dict[str, Any]:

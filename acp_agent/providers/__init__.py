@@ -38,6 +38,10 @@ _MODULES = {
     "echo": "acp_agent.providers.echo",
     "openai": "acp_agent.providers.openai_chat",
     "openai-compatible": "acp_agent.providers.openai_chat",
+    "azure-openai": "acp_agent.providers.openai_chat",
+    "anthropic": "acp_agent.providers.anthropic",
+    "anthropic-bedrock": "acp_agent.providers.anthropic",
+    "anthropic-vertex": "acp_agent.providers.anthropic",
 }
 
 
@@ -47,9 +51,18 @@ def provider_module_for(config: ProviderConfig) -> str:
 
 
 def create_provider(name: str, config: ProviderConfig, env: Mapping[str, str]) -> Provider:
-    """The provider configured as `providers.<name>`; `env` supplies API-key variables."""
+    """The provider configured as `providers.<name>`; `env` supplies API-key variables.
+
+    Every provider comes wrapped in a `retry.RetryingProvider` following `config.retry`.
+    """
+    from .retry import RetryingProvider
+
+    return RetryingProvider(_create_unwrapped(name, config, env), config.retry)
+
+
+def _create_unwrapped(name: str, config: ProviderConfig, env: Mapping[str, str]) -> Provider:
     # Imported here: config.py loads pydantic, which must not slow down importing this package.
-    from ..config import EchoProviderConfig, OpenAIProviderConfig
+    from ..config import AnthropicProviderConfig, EchoProviderConfig, OpenAIProviderConfig
 
     match config:
         case EchoProviderConfig():
@@ -57,8 +70,13 @@ def create_provider(name: str, config: ProviderConfig, env: Mapping[str, str]) -
 
             return EchoProvider(name, config)
         case OpenAIProviderConfig():
+            # All three types; the provider picks Chat Completions or Responses per model.
             from .openai_chat import OpenAIChatProvider
 
             return OpenAIChatProvider(name, config, env)
+        case AnthropicProviderConfig():
+            from .anthropic import AnthropicProvider
+
+            return AnthropicProvider(name, config, env)
         case _:
             assert_never(config)

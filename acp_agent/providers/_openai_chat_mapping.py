@@ -204,7 +204,7 @@ class ChunkMapper:
         for call in self._calls:
             if not call.started:
                 yield ToolCallStart(id=call.id, name=call.name)
-            arguments = _parse_arguments("".join(call.fragments))
+            arguments = parse_arguments("".join(call.fragments))
             yield ToolCallEnd(ToolCallPart(id=call.id, name=call.name, arguments=arguments))
         if self._usage is not None:
             yield self._usage
@@ -263,16 +263,20 @@ def _reasoning(delta: ChoiceDelta) -> str | None:
 
 
 def _usage(usage: CompletionUsage) -> Usage:
+    # `prompt_tokens` counts cached tokens too; `Usage` keeps the three kinds apart.
     details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details else 0
+    written = (details.cache_write_tokens or 0) if details else 0
     return Usage(
-        input_tokens=usage.prompt_tokens or 0,
+        input_tokens=max(0, (usage.prompt_tokens or 0) - cached - written),
         output_tokens=usage.completion_tokens or 0,
-        cache_read_tokens=(details.cached_tokens or 0) if details else 0,
-        cache_write_tokens=(details.cache_write_tokens or 0) if details else 0,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
     )
 
 
-def _parse_arguments(raw: str) -> dict[str, Any]:
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Streamed argument text as an object; what is not a JSON object arrives raw."""
     if not raw.strip():
         return {}  # servers send nothing at all for a tool without parameters
     try:

@@ -2,18 +2,28 @@
 
     ProviderError            any failed model call; the message is shown to the user
     ├── AuthError            missing or rejected credentials; names what to set
-    ├── RateLimitError       429 / overloaded after retries gave up
+    ├── RateLimitError       429 / overloaded after retries gave up          (retryable)
     ├── ContextWindowError   the request does not fit the model's context window
-    └── ProviderUnavailable  connection failures, timeouts, 5xx, broken streams
+    └── ProviderUnavailable  connection failures, timeouts, 5xx, broken streams (retryable)
+
+`retryable` tells the retry wrapper (`retry.py`) that the same request may succeed if sent
+again; `retry_after` carries the server's `retry-after` / `retry-after-ms` hint in seconds.
 """
 
 from __future__ import annotations
 
 
 class ProviderError(Exception):
-    def __init__(self, provider: str, message: str) -> None:
+    retryable: bool = False
+    """Whether sending the same request again may succeed."""
+
+    def __init__(self, provider: str, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{provider}: {message}")
         self.provider = provider
+        self.detail = message
+        """The message without the provider's name."""
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait before retrying, if it said."""
 
 
 class AuthError(ProviderError):
@@ -23,7 +33,7 @@ class AuthError(ProviderError):
 
 
 class RateLimitError(ProviderError):
-    pass
+    retryable = True
 
 
 class ContextWindowError(ProviderError):
@@ -31,4 +41,4 @@ class ContextWindowError(ProviderError):
 
 
 class ProviderUnavailable(ProviderError):
-    pass
+    retryable = True

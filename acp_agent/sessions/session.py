@@ -16,7 +16,9 @@ import anyio
 
 from ..config import ThoughtLevel
 from ..messages import Message, TurnStopReason
+from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
+from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
 
 
 @dataclass
@@ -28,10 +30,11 @@ class Session:
     """'provider/model' answering the next prompt."""
     thought_level: ThoughtLevel | None = None
     """Reasoning effort chosen by the user; None means the model's default."""
-    mode: str = "ask"
+    mode: PermissionMode = DEFAULT_MODE
     history: list[Message] = field(default_factory=list)
-    always_allowed: set[str] = field(default_factory=set)
+    permissions: PermissionMemory = field(default_factory=PermissionMemory)
     tool_state: SessionToolState = field(default_factory=SessionToolState)
+    usage: UsageMeter = field(default_factory=UsageMeter)
 
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     _running: anyio.CancelScope | None = field(default=None, repr=False)

@@ -1,24 +1,73 @@
 """Built-in tools: what the model may do, and how each call is shown and permitted."""
 
-from .base import Editor, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
-from .permissions import Decision, PermissionQuestion, needs_permission
+from typing import Any
+
+from .base import (
+    DEFAULT_SHELL_TIMEOUT,
+    Editor,
+    SessionToolState,
+    TerminalExit,
+    TerminalOutput,
+    Tool,
+    ToolContext,
+    ToolFailed,
+    ToolOutcome,
+    ToolParams,
+)
+from .edit_file import EditFile
+from .local import LocalEditor
+from .permissions import (
+    DEFAULT_MODE,
+    MODES,
+    Decision,
+    ModeInfo,
+    PermissionMemory,
+    PermissionMode,
+    PermissionQuestion,
+    Verdict,
+    decide,
+    is_mode,
+    needs_permission,
+    policy_asks,
+    tools_for_mode,
+)
+from .plan import Plan
 from .read_file import ReadFile
+from .search import Search
+from .shell import Shell
+from .write_file import WriteFile
 
 
-def builtin_tools() -> dict[str, Tool]:  # type: ignore[type-arg]
-    tools: list[Tool] = [ReadFile()]  # type: ignore[type-arg]
+def builtin_tools() -> dict[str, Tool[Any]]:
+    """Every built-in tool by name, in the order the model sees them."""
+    tools: list[Tool[Any]] = [ReadFile(), Search(), EditFile(), WriteFile(), Shell(), Plan()]
     return {tool.name: tool for tool in tools}
 
 
 __all__ = [
+    "DEFAULT_MODE",
+    "DEFAULT_SHELL_TIMEOUT",
+    "MODES",
     "Decision",
     "Editor",
+    "LocalEditor",
+    "ModeInfo",
+    "PermissionMemory",
+    "PermissionMode",
     "PermissionQuestion",
+    "SessionToolState",
+    "TerminalExit",
+    "TerminalOutput",
     "Tool",
     "ToolContext",
     "ToolFailed",
     "ToolOutcome",
     "ToolParams",
+    "Verdict",
     "builtin_tools",
+    "decide",
+    "is_mode",
     "needs_permission",
+    "policy_asks",
+    "tools_for_mode",
 ]

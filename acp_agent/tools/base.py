@@ -94,6 +94,10 @@ async def _discard(event: TurnEvent) -> None:
     pass
 
 
+DEFAULT_SHELL_TIMEOUT = 120.0
+"""Seconds a shell command may run when neither the model nor the config says otherwise."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     session_id: str
@@ -105,6 +109,11 @@ class ToolContext:
     """Set per call by the engine."""
     emit: Callable[[TurnEvent], Awaitable[None]] = _discard
     """Reports progress (tool call updates, plan changes) while the tool runs."""
+    shell_timeout: float = DEFAULT_SHELL_TIMEOUT
+    """Default limit for a shell command, in seconds (the config may set it)."""
+    client_shows_terminal_stream: bool = False
+    """The client renders `TerminalStream` updates as a terminal (Zed's `_meta.terminal_output`
+    extension): local command output is then shown there rather than as text."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""
@@ -149,7 +158,13 @@ class Tool(Generic[P]):
     def spec(self) -> ToolSpec:
         schema = self.params_model.model_json_schema()
         schema.pop("title", None)
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        # Some OpenAI-compatible servers reject `$ref`; nested models are small, so inline.
+        definitions = schema.pop("$defs", {})
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=_inline_refs(schema, definitions),
+        )
 
     def title(self, params: P, ctx: ToolContext) -> str:
         return self.name
@@ -161,8 +176,27 @@ class Tool(Generic[P]):
         """Paths the call touches, for the permission policy."""
         return ()
 
+    def command(self, params: P) -> str | None:
+        """The shell command the call runs, for the permission policy's memory."""
+        return None
+
     async def run(self, params: P, ctx: ToolContext) -> ToolOutcome:
         raise NotImplementedError
+
+
+def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
+    """`node` with every local `$ref` replaced by the definition it names."""
+    if isinstance(node, list):
+        return [_inline_refs(item, definitions) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = dict(definitions[ref.removeprefix("#/$defs/")])
+        target.pop("title", None)
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return _inline_refs({**target, **siblings}, definitions)
+    return {key: _inline_refs(value, definitions) for key, value in node.items()}
 
 
 def text_outcome(text: str, **kwargs: Any) -> ToolOutcome:
@@ -170,7 +204,11 @@ def text_outcome(text: str, **kwargs: Any) -> ToolOutcome:
 
 
 __all__ = [
+    "DEFAULT_SHELL_TIMEOUT",
     "Editor",
+    "SessionToolState",
+    "TerminalExit",
+    "TerminalOutput",
     "Tool",
     "ToolContext",
     "ToolFailed",

@@ -1,16 +1,68 @@
-"""When a tool call must ask the user first, and what the user can answer."""
+"""When a tool call must ask the user first, and what the user's answers are remembered for.
+
+Modes (the session's choice, listed to the client as session modes):
+
+- `ask` (default): edits and commands ask; reads run;
+- `accept-edits`: edits inside the session roots run; commands ask;
+- `bypass`: nothing asks;
+- `read-only`: tools with side effects are not offered at all; reads (and plan) run.
+
+In every mode but `bypass`, a call that touches a path outside the session roots asks,
+reads included. Paths are compared after `..` is folded and symlinks are resolved, so
+neither escapes the roots unnoticed.
+
+Answers of "always" are remembered per scope (`PermissionMemory`): for a shell command its
+program and subcommand (see `_shell_scope`), for an edit inside the roots the tool, for a
+call outside the roots the tool and the directory. "Always reject" is remembered too and
+wins over every mode: the user's explicit no stands.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeAlias, TypeGuard, get_args
 
 from ..messages import ToolKind
+from ._shell_scope import command_scopes
 from .base import Tool, ToolContext, ToolParams
 
 Decision: TypeAlias = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
 ]
+PermissionMode: TypeAlias = Literal["ask", "accept-edits", "bypass", "read-only"]
+Verdict: TypeAlias = Literal["allow", "ask", "reject"]
+
+DEFAULT_MODE: PermissionMode = "ask"
+EDIT_KINDS: frozenset[ToolKind] = frozenset({"edit", "delete", "move"})
+
+
+@dataclass(frozen=True, slots=True)
+class ModeInfo:
+    id: PermissionMode
+    name: str
+    description: str
+
+
+MODES: tuple[ModeInfo, ...] = (
+    ModeInfo("ask", "Ask", "Ask before every edit and command."),
+    ModeInfo(
+        "accept-edits",
+        "Accept edits",
+        "Edit files in the workspace without asking; ask before commands.",
+    ),
+    ModeInfo(
+        "bypass",
+        "Bypass permissions",
+        "Run every edit and command without asking, outside the workspace too.",
+    ),
+    ModeInfo("read-only", "Read only", "Read and search only: no edits, no commands."),
+)
+
+
+def is_mode(value: str) -> TypeGuard[PermissionMode]:
+    return value in get_args(PermissionMode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,10 +71,164 @@ class PermissionQuestion:
     title: str
     kind: ToolKind
     raw_input: dict[str, Any]
+    always_scope: str | None = None
+    """What an "always" answer covers, in words (`PermissionMemory.describe`); None when
+    it cannot be remembered, so "always" options would mislead."""
 
 
-def needs_permission(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
-    """Side effects always ask; reads ask only outside the session roots."""
-    if not tool.read_only:
+# --- the policy ----------------------------------------------------------------------------
+
+
+def tools_for_mode(tools: Mapping[str, Tool[Any]], mode: PermissionMode) -> dict[str, Tool[Any]]:
+    """The tools offered to the model in `mode`: `read-only` drops those with side effects."""
+    if mode == "read-only":
+        return {name: tool for name, tool in tools.items() if tool.read_only}
+    return dict(tools)
+
+
+def policy_asks(
+    tool: Tool[Any], params: ToolParams, ctx: ToolContext, mode: PermissionMode
+) -> bool:
+    """Whether `mode` alone (no remembered answers) asks before this call."""
+    if mode == "bypass":
+        return False
+    if _outside_roots(tool, params, ctx):
         return True
-    return not all(ctx.inside_roots(path) for path in tool.paths(params, ctx))
+    if tool.read_only:
+        return False
+    return not (mode == "accept-edits" and tool.kind in EDIT_KINDS)
+
+
+def decide(
+    tool: Tool[Any],
+    params: ToolParams,
+    ctx: ToolContext,
+    mode: PermissionMode,
+    memory: PermissionMemory,
+) -> Verdict:
+    """Run the call, ask the user first, or refuse it without asking."""
+    if mode == "read-only" and not tool.read_only:
+        return "reject"  # not offered in this mode; a call anyway is refused
+    if memory.rejects(tool, params, ctx):
+        return "reject"
+    if not policy_asks(tool, params, ctx, mode) or memory.allows(tool, params, ctx):
+        return "allow"
+    return "ask"
+
+
+def needs_permission(
+    tool: Tool[Any],
+    params: ToolParams,
+    ctx: ToolContext,
+    mode: PermissionMode = DEFAULT_MODE,
+    memory: PermissionMemory | None = None,
+) -> bool:
+    """True when the user must be asked (a remembered "always" answer counts as given)."""
+    return decide(tool, params, ctx, mode, memory or PermissionMemory()) == "ask"
+
+
+def _outside_roots(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
+    return any(not ctx.inside_roots(path) for path in tool.paths(params, ctx))
+
+
+# --- remembered answers --------------------------------------------------------------------
+
+
+@dataclass
+class PermissionMemory:
+    """The scopes the user answered "always allow" or "always reject" for, in one session.
+
+    Plain sets of strings, so a session store can keep them as they are.
+    """
+
+    allowed: set[str] = field(default_factory=set)
+    rejected: set[str] = field(default_factory=set)
+
+    def scopes_for(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
+        """What an "always" answer to this call covers; () when it cannot be remembered."""
+        command = tool.command(params)
+        if command is not None:
+            return command_scopes(command)
+        outside = [p for p in tool.paths(params, ctx) if not ctx.inside_roots(p)]
+        if outside:
+            return tuple(sorted({f"tool:{tool.name}:{_directory(p)}" for p in outside}))
+        return (f"tool:{tool.name}",)
+
+    def allows(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
+        scopes = self.scopes_for(tool, params, ctx)
+        return bool(scopes) and all(scope in self.allowed for scope in scopes)
+
+    def rejects(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
+        scopes = self.scopes_for(tool, params, ctx)
+        if not scopes:
+            return False
+        return _joined(scopes) in self.rejected or any(s in self.rejected for s in scopes)
+
+    def remember(
+        self, decision: Decision, tool: Tool[Any], params: ToolParams, ctx: ToolContext
+    ) -> None:
+        """Keep an "always" answer; other answers leave the memory as it is.
+
+        Rejecting a compound command always rejects that combination, not each of its
+        parts: `git status && rm x` rejected must not reject `git status` alone.
+        """
+        scopes = self.scopes_for(tool, params, ctx)
+        if not scopes:
+            return
+        if decision == "allow_always":
+            self.allowed.update(scopes)
+            self.rejected.difference_update(scopes)
+            self.rejected.discard(_joined(scopes))
+        elif decision == "reject_always":
+            self.rejected.add(_joined(scopes))
+
+    def describe(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> str | None:
+        """Words for an "Always allow …" option, or None when the answer cannot be kept."""
+        scopes = self.scopes_for(tool, params, ctx)
+        if not scopes:
+            return None
+        return " + ".join(_describe(scope) for scope in scopes)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"allowed": sorted(self.allowed), "rejected": sorted(self.rejected)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PermissionMemory:
+        return cls(
+            allowed={str(s) for s in data.get("allowed", ())},
+            rejected={str(s) for s in data.get("rejected", ())},
+        )
+
+
+def _directory(path: Path) -> str:
+    real = path.resolve()
+    return str(real if real.is_dir() else real.parent)
+
+
+def _joined(scopes: tuple[str, ...]) -> str:
+    return " && ".join(scopes)
+
+
+def _describe(scope: str) -> str:
+    kind, _, rest = scope.partition(":")
+    if kind == "shell":
+        return f"`{rest} …` commands"
+    name, _, directory = rest.partition(":")
+    return f"{name} in {directory}" if directory else name
+
+
+__all__ = [
+    "DEFAULT_MODE",
+    "MODES",
+    "Decision",
+    "ModeInfo",
+    "PermissionMemory",
+    "PermissionMode",
+    "PermissionQuestion",
+    "Verdict",
+    "decide",
+    "is_mode",
+    "needs_permission",
+    "policy_asks",
+    "tools_for_mode",
+]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 from pydantic import Field
 
 from ..messages import Location
-from .base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+from ._files import read_page
+from ._text import split_lines
+from .base import Tool, ToolContext, ToolOutcome, ToolParams
 
 MAX_LINES = 2000
 MAX_CHARS = 100_000
@@ -49,15 +50,17 @@ class ReadFile(Tool[ReadFileParams]):
         first = params.line or 1
         wanted = min(params.limit or MAX_LINES, MAX_LINES)
         # One line more than we show tells whether the file goes on.
-        text = await _read(ctx, path, first, wanted + 1)
-        lines = text.splitlines()
+        text = await read_page(ctx, path, first, wanted + 1)
+        lines = split_lines(text)
         more_lines = len(lines) > wanted
         lines = lines[:wanted]
         numbered, shown = _number(lines, first)
         last = first + shown - 1
         notice = ""
+        if any(len(line) > MAX_CHARS for line in lines[:shown]):
+            notice += f"\n[lines longer than {MAX_CHARS} characters were cut]"
         if shown < len(lines) or more_lines:
-            notice = (
+            notice += (
                 f"\n[showing lines {first}-{last}; the file continues: "
                 f"call read_file with line={last + 1} to read further]"
             )
@@ -68,32 +71,6 @@ class ReadFile(Tool[ReadFileParams]):
             locations=(Location(str(path), first),),
             title=f"Read {path} (lines {first}-{max(last, first)})",
         )
-
-
-async def _read(ctx: ToolContext, path: Path, line: int, limit: int) -> str:
-    if ctx.editor.can_read_files:
-        return await ctx.editor.read_text_file(str(path), line, limit)
-    return await _read_locally(path, line, limit)
-
-
-async def _read_locally(path: Path, line: int, limit: int) -> str:
-    try:
-        async with await anyio.open_file(path, encoding="utf-8", errors="replace") as handle:
-            lines: list[str] = []
-            number = 0
-            async for text in handle:
-                number += 1
-                if number >= line:
-                    lines.append(text)
-                    if len(lines) >= limit:
-                        break
-            return "".join(lines)
-    except FileNotFoundError:
-        raise ToolFailed(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ToolFailed(f"{path} is a directory, not a file") from None
-    except OSError as exc:
-        raise ToolFailed(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _number(lines: list[str], first: int) -> tuple[str, int]:

@@ -12,6 +12,7 @@ from acp_agent.config import EchoProviderConfig, ModelConfig, OpenAIProviderConf
 from acp_agent.providers import create_provider, provider_module_for
 from acp_agent.providers.echo import EchoProvider
 from acp_agent.providers.openai_chat import OpenAIChatProvider
+from acp_agent.providers.retry import RetryingProvider
 
 OPENAI = OpenAIProviderConfig(type="openai", models=(ModelConfig(id="gpt-4.1"),))
 LOCAL = OpenAIProviderConfig(
@@ -43,14 +44,16 @@ def test_importing_the_package_does_not_import_a_vendor_sdk() -> None:
     ],
     ids=["echo", "openai", "openai-compatible"],
 )
-def test_each_config_type_gets_its_provider_from_the_module_named_for_it(
+def test_each_config_type_gets_its_provider_from_the_module_named_for_it_wrapped_in_retries(
     config: ProviderConfig, cls: type
 ) -> None:
     provider = create_provider("main", config, {})
 
-    assert isinstance(provider, cls)
-    assert provider.name == "main"
-    assert type(provider).__module__ == provider_module_for(config)
+    assert isinstance(provider, RetryingProvider)
+    inner = provider.inner
+    assert isinstance(inner, cls)
+    assert provider.name == inner.name == "main"
+    assert type(inner).__module__ == provider_module_for(config)
     importlib.import_module(provider_module_for(config))
 
 

@@ -116,7 +116,7 @@ async def test_plain_text_streams_as_text_deltas_then_usage_and_end_turn() -> No
     words = ["Hello", "!", " The", " file", " defines", " two", " functions", "."]
     assert events == [
         *(TextDelta(word) for word in words),
-        Usage(input_tokens=1204, output_tokens=9, cache_read_tokens=1024),
+        Usage(input_tokens=180, output_tokens=9, cache_read_tokens=1024),
         Stop("end_turn"),
     ]
 
@@ -642,3 +642,72 @@ async def test_cancelling_a_silent_stream_closes_the_response_at_once() -> None:
     assert scope.cancelled_caught
     assert seen == [TextDelta("Hello")]
     assert body.closed
+
+
+# --- reasoning effort ---------------------------------------------------------------------
+
+
+@respx.mock
+@pytest.mark.parametrize(
+    ("reasoning", "thought_level", "sent"),
+    [
+        pytest.param(True, "high", "high", id="reasoning-model"),
+        pytest.param(True, "low", "low", id="reasoning-model-low"),
+        pytest.param(True, "off", None, id="off"),
+        pytest.param(True, None, None, id="no-level"),
+        pytest.param(False, "high", None, id="not-a-reasoning-model"),
+    ],
+)
+async def test_reasoning_effort_is_sent_for_reasoning_models_only(
+    reasoning: bool, thought_level: Any, sent: str | None
+) -> None:
+    route = respx.post(OPENAI_URL).mock(return_value=sse("openai_text.sse"))
+    provider = make_provider(models=(ModelConfig(id="o4-mini", reasoning=reasoning),))
+    request = ModelRequest(
+        model="o4-mini", system="", messages=HELLO.messages, thought_level=thought_level
+    )
+
+    await collect(provider, request)
+
+    assert sent_body(route).get("reasoning_effort") == sent
+
+
+# --- retry hints --------------------------------------------------------------------------
+
+
+@respx.mock
+@pytest.mark.parametrize("status", [500, 502, 503, 529])
+async def test_server_errors_and_overload_are_retryable_with_the_servers_hint(status: int) -> None:
+    body = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
+    respx.post(OPENAI_URL).mock(
+        return_value=httpx.Response(status, json=body, headers={"retry-after": "3"})
+    )
+
+    with pytest.raises(ProviderUnavailable, match=rf"HTTP {status}\): Overloaded") as caught:
+        await collect(make_provider())
+
+    assert caught.value.retryable
+    assert caught.value.retry_after == 3.0
+
+
+@respx.mock
+async def test_a_server_error_event_mid_stream_is_unavailable_not_a_plain_error() -> None:
+    events = [
+        *sse_events("openai_text.sse")[:2],
+        b'data: {"error":{"message":"The server is overloaded","type":"server_error"}}\n\n',
+    ]
+    respx.post(OPENAI_URL).mock(return_value=httpx.Response(200, stream=RecordingStream(events)))
+
+    with pytest.raises(ProviderUnavailable, match="The server is overloaded"):
+        await collect(make_provider())
+
+
+@respx.mock
+async def test_client_errors_are_not_retryable() -> None:
+    body = {"error": {"message": "Invalid value for 'model'.", "type": "invalid_request_error"}}
+    respx.post(OPENAI_URL).mock(return_value=error(422, body))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(make_provider())
+
+    assert not caught.value.retryable

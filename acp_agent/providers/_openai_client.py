@@ -1,0 +1,240 @@
+"""What the Chat Completions and Responses providers share: the SDK client, the API key,
+closing a stream, and the one translation of vendor and transport errors.
+
+Three kinds of endpoint, from `OpenAIProviderConfig.type`:
+
+- `openai`: api.openai.com (or `base_url`), key from `OPENAI_API_KEY` unless configured;
+- `openai-compatible`: any server speaking the API; a placeholder key when none is set;
+- `azure-openai`: `base_url` is the resource endpoint (https://NAME.openai.azure.com): model
+  ids name deployments and every call carries `api-version`. A `base_url` ending in
+  `/openai/v1` is Azure's versionless v1 API instead, which the plain client speaks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx2
+import openai
+
+from .errors import (
+    AuthError,
+    ContextWindowError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+)
+from .retry import parse_retry_after
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig, OpenAIProviderConfig
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
+AZURE_API_VERSION = "2025-04-01-preview"
+"""The oldest Azure API version with the Responses API, reasoning summaries and encrypted
+reasoning; used when `api_version` is not configured."""
+# Local servers (Ollama, vLLM) ignore the key, but the SDK refuses to send a request without one.
+PLACEHOLDER_KEY = "not-needed"
+# Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
+CLOSE_TIMEOUT = 2.0
+
+# Everything `translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
+VENDOR_ERRORS = (openai.OpenAIError, httpx2.HTTPError, json.JSONDecodeError)
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _](?:length|window|size)|maximum context|prompt is too long|too many tokens",
+    re.IGNORECASE,
+)
+_KEY_LIKE = re.compile(r"\bsk-[\w*\-]{6,}")
+# Codes and types of in-stream errors: the API's own words for "try again".
+_UNAVAILABLE_CODES = frozenset({"server_error", "overloaded_error", "service_unavailable"})
+_RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "tokens", "requests"})
+_AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
+
+
+class OpenAIConnection:
+    """One provider's client (created on first use) and its error translation."""
+
+    def __init__(self, name: str, config: OpenAIProviderConfig, env: Mapping[str, str]) -> None:
+        self.name = name
+        self.config = config
+        self._env = env
+        self._key: str | None = None
+        self._client: openai.AsyncOpenAI | None = None
+
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._key = self._api_key()
+            self._client = self._make_client(self._key)
+        return self._client
+
+    def model(self, model_id: str) -> ModelConfig | None:
+        """The configured model with this id, if any."""
+        return next((model for model in self.config.models if model.id == model_id), None)
+
+    async def close_quietly(self, stream: Any) -> None:
+        """Release the HTTP response; shielded so a cancelled turn still frees the socket."""
+        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
+            await stream.close()
+
+    # --- client and key --------------------------------------------------------------------
+
+    def _make_client(self, key: str) -> openai.AsyncOpenAI:
+        config = self.config
+        if config.type == "azure-openai" and not _AZURE_V1_PATH.search(self.base_url()):
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=self.base_url(),
+                api_version=config.api_version or AZURE_API_VERSION,
+                api_key=key,
+                timeout=config.timeout,
+                max_retries=0,
+            )
+        return openai.AsyncOpenAI(
+            api_key=key,
+            # Explicit, so OPENAI_BASE_URL cannot silently redirect a configured provider.
+            base_url=self.base_url(),
+            timeout=config.timeout,
+            max_retries=0,
+        )
+
+    def _default_key_env(self) -> str:
+        return AZURE_KEY_ENV if self.config.type == "azure-openai" else DEFAULT_KEY_ENV
+
+    def _api_key(self) -> str:
+        config = self.config
+        key = config.resolve_api_key(self._env)
+        if key is None and config.type != "openai-compatible" and not config.api_key_env:
+            key = self._env.get(self._default_key_env()) or None
+        if key is not None:
+            return key
+        if config.type == "openai-compatible":
+            return PLACEHOLDER_KEY
+        variable = config.api_key_env or self._default_key_env()
+        raise AuthError(self.name, f"no API key: {variable} is not set", fix=self._key_fix())
+
+    def _key_fix(self) -> str:
+        config = self.config
+        setting = f"providers.{self.name}.api_key_env"
+        if config.api_key_env:
+            return f"set {config.api_key_env} (the variable {setting} names)"
+        if config.api_key:
+            return f"check providers.{self.name}.api_key, or use {setting} instead"
+        if config.type != "openai-compatible":
+            return f"set {self._default_key_env()}, or name another variable in {setting}"
+        return f"name the variable that holds the key in {setting}"
+
+    def base_url(self) -> str:
+        return self.config.base_url or DEFAULT_BASE_URL
+
+    # --- errors ----------------------------------------------------------------------------
+
+    def translate(self, exc: Exception) -> ProviderError:
+        """The one place where vendor and transport exceptions become `ProviderError`s."""
+        name = self.name
+        match exc:
+            case openai.AuthenticationError() | openai.PermissionDeniedError():
+                detail = self._detail(exc)
+                message = f"the API refused the credentials (HTTP {exc.status_code}): {detail}"
+                return AuthError(name, message, fix=self._key_fix())
+            case openai.RateLimitError():
+                return RateLimitError(
+                    name,
+                    f"rate limited (HTTP 429): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case openai.BadRequestError() if _is_context_overflow(exc):
+                return ContextWindowError(
+                    name, f"the conversation is too long for the model: {self._detail(exc)}"
+                )
+            case openai.InternalServerError():
+                return ProviderUnavailable(
+                    name,
+                    f"server error (HTTP {exc.status_code}): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case openai.APIStatusError() if exc.status_code == 408:
+                return ProviderUnavailable(
+                    name,
+                    f"the server timed out (HTTP 408): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case openai.APIStatusError():
+                return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
+            case openai.APITimeoutError():
+                return ProviderUnavailable(
+                    name,
+                    f"no response within {self.config.timeout:g}s "
+                    f"(raise providers.{name}.timeout if the model is slow)",
+                )
+            case openai.APIConnectionError():
+                return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
+            case openai.APIError():
+                # An error event inside an otherwise successful stream.
+                return self.stream_error(_error_code(exc.body), _vendor_message(exc))
+            case httpx2.HTTPError():
+                return ProviderUnavailable(name, self._connection_failed(exc))
+            case json.JSONDecodeError():
+                sample = self._redact(exc.doc[:120])
+                return ProviderError(
+                    name, f"the server sent a stream event that is not JSON: {sample!r}"
+                )
+        return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
+
+    def stream_error(self, code: str | None, message: str) -> ProviderError:
+        """An error the server reported inside a stream, classified by its code."""
+        message = self._redact(message) or "the server reported an error mid-stream"
+        if code in _UNAVAILABLE_CODES:
+            return ProviderUnavailable(self.name, message)
+        if code in _RATE_LIMIT_CODES:
+            return RateLimitError(self.name, f"rate limited: {message}")
+        if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(message):
+            return ContextWindowError(
+                self.name, f"the conversation is too long for the model: {message}"
+            )
+        return ProviderError(self.name, message)
+
+    def _connection_failed(self, cause: BaseException) -> str:
+        reason = self._redact(str(cause)) or type(cause).__name__
+        return f"connection to {self.base_url()} failed: {reason}"
+
+    def _detail(self, exc: openai.APIError) -> str:
+        return self._redact(_vendor_message(exc))
+
+    def _redact(self, text: str) -> str:
+        if self._key and self._key != PLACEHOLDER_KEY:
+            text = text.replace(self._key, "[redacted]")
+        return _KEY_LIKE.sub("sk-[redacted]", text)
+
+
+def _vendor_message(exc: openai.APIError) -> str:
+    # The SDK hands over the `error` member of the body: an object for OpenAI and vLLM,
+    # a bare string for Ollama, raw text for proxies that answer with HTML.
+    body = exc.body
+    if isinstance(body, Mapping):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message
+
+
+def _error_code(body: object) -> str | None:
+    if not isinstance(body, Mapping):
+        return None
+    for key in ("code", "type"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _is_context_overflow(exc: openai.BadRequestError) -> bool:
+    return exc.code == "context_length_exceeded" or bool(
+        _CONTEXT_OVERFLOW.search(_vendor_message(exc))
+    )

@@ -1,0 +1,338 @@
+"""Anthropic's Messages API: directly, or through Amazon Bedrock or Google Vertex AI.
+
+The request and stream mappers live in `_anthropic_mapping`; this module owns the SDK
+client (and the optional extras Bedrock and Vertex need), the API key, the connection's
+lifetime and the translation of every vendor error.
+
+Error mapping, decided here once:
+
+    401 / 403                         AuthError (names the key variable or cloud credentials)
+    429                               RateLimitError (with the server's retry-after)
+    529 overloaded                    RateLimitError (the API's "too busy, retry later")
+    400 "prompt is too long", 413     ContextWindowError
+    5xx, 408, timeouts, lost links    ProviderUnavailable
+    `error` event mid-stream          ProviderUnavailable (e.g. overloaded_error after 200 OK)
+    a stream without message_stop     ProviderUnavailable
+    anything else                     ProviderError with the vendor's message
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anthropic
+import anyio
+import httpx2
+from anthropic import AsyncStream, omit
+from anthropic.resources.messages import AsyncMessages
+from anthropic.types import RawMessageStreamEvent
+
+from ..messages import StreamEvent
+from ._anthropic_mapping import EventMapper, UnsupportedPart, to_params
+from .base import ModelRequest
+from .errors import (
+    AuthError,
+    ContextWindowError,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimitError,
+)
+from .retry import parse_retry_after
+
+if TYPE_CHECKING:
+    from ..config import AnthropicProviderConfig
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
+# Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
+_CLOSE_TIMEOUT = 2.0
+
+# The extra each cloud type needs: (pip extra, a module it installs, what it is for).
+_EXTRAS = {
+    "anthropic-bedrock": ("bedrock", "boto3", "Amazon Bedrock"),
+    "anthropic-vertex": ("vertex", "google.auth", "Google Vertex AI"),
+}
+# Credential failures of the cloud SDKs, which the Anthropic SDK lets through unwrapped.
+_CLOUD_AUTH_ERRORS = {
+    "anthropic-bedrock": ("botocore.exceptions", "BotoCoreError"),
+    "anthropic-vertex": ("google.auth.exceptions", "GoogleAuthError"),
+}
+
+# Everything `_translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
+_VENDOR_ERRORS: tuple[type[Exception], ...] = (
+    anthropic.AnthropicError,
+    httpx2.HTTPError,
+    json.JSONDecodeError,
+)
+_CONTEXT_OVERFLOW = re.compile(
+    r"prompt is too long|exceed(?:s|ed)? (?:the )?context|context (?:window|length|limit)",
+    re.IGNORECASE,
+)
+_KEY_LIKE = re.compile(r"\bsk-[\w*\-]{6,}")
+
+
+class AnthropicProvider:
+    def __init__(self, name: str, config: AnthropicProviderConfig, env: Mapping[str, str]) -> None:
+        self.name = name
+        self._config = config
+        self._env = env
+        self._key: str | None = None
+        self._messages: AsyncMessages | None = None
+        self._errors = _VENDOR_ERRORS
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        messages = self._get_messages()
+        try:
+            params = to_params(request, caching=self._config.prompt_caching)
+        except UnsupportedPart as exc:
+            raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
+        try:
+            events_stream = await messages.create(
+                model=request.model,
+                max_tokens=params.max_tokens,
+                messages=params.messages,
+                system=params.system or omit,
+                tools=params.tools or omit,
+                thinking=params.thinking or omit,
+                stream=True,
+            )
+        except self._errors as exc:
+            raise self._translate(exc) from exc
+        events = self._events(events_stream)
+        try:
+            yield events
+        finally:
+            await events.aclose()
+            # Shielded: a cancelled turn must still release the HTTP connection right away.
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await events_stream.close()
+
+    async def _events(
+        self, stream: AsyncStream[RawMessageStreamEvent]
+    ) -> AsyncGenerator[StreamEvent]:
+        mapper = EventMapper()
+        try:
+            async for event in stream:
+                for neutral in mapper.on_event(event):
+                    yield neutral
+        except self._errors as exc:
+            raise self._translate(exc) from exc
+        if not mapper.finished:
+            raise ProviderUnavailable(self.name, "stream ended before the model finished")
+        for neutral in mapper.finish():
+            yield neutral
+
+    # --- client ----------------------------------------------------------------------------
+
+    def _get_messages(self) -> AsyncMessages:
+        if self._messages is None:
+            client = self._client() if self._config.type == "anthropic" else self._cloud_client()
+            self._messages = client.messages
+        return self._messages
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        self._key = self._api_key()
+        return anthropic.AsyncAnthropic(
+            api_key=self._key,
+            # Explicit, so ANTHROPIC_BASE_URL cannot redirect a configured provider.
+            base_url=self._config.base_url or DEFAULT_BASE_URL,
+            timeout=self._config.timeout,
+            max_retries=0,  # retries are the shared wrapper's job
+        )
+
+    def _cloud_client(self) -> anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex:
+        config = self._config
+        extra, module, platform = _EXTRAS[config.type]
+        missing = f"{platform} needs the optional {extra} extra: pip install 'acp-agent[{extra}]'"
+        try:
+            importlib.import_module(module)  # the SDK would import it only on the first request
+            errors_module, errors_class = _CLOUD_AUTH_ERRORS[config.type]
+            cloud_errors: type[Exception] = getattr(
+                importlib.import_module(errors_module), errors_class
+            )
+        except ImportError as exc:
+            raise ProviderError(self.name, missing) from exc
+        self._key = self._explicit_key()
+        try:
+            client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
+            if config.type == "anthropic-bedrock":
+                client = anthropic.AsyncAnthropicBedrock(
+                    aws_region=config.region,
+                    api_key=self._key,
+                    base_url=config.base_url,
+                    timeout=config.timeout,
+                    max_retries=0,
+                )
+            else:
+                client = anthropic.AsyncAnthropicVertex(
+                    region=config.region or anthropic.NOT_GIVEN,
+                    project_id=config.project_id or anthropic.NOT_GIVEN,
+                    access_token=self._key,
+                    base_url=config.base_url,
+                    timeout=config.timeout,
+                    max_retries=0,
+                )
+        except ImportError as exc:
+            raise ProviderError(self.name, missing) from exc
+        except ValueError as exc:  # no region configured or found in the environment
+            raise ProviderError(
+                self.name, f"{self._redact(str(exc))} {self._region_fix()}"
+            ) from exc
+        self._errors = (*_VENDOR_ERRORS, cloud_errors)
+        return client
+
+    def _api_key(self) -> str:
+        key = self._config.resolve_api_key(self._env)
+        if key is not None:
+            return key
+        variable = self._config.api_key_env or DEFAULT_KEY_ENV
+        raise AuthError(self.name, f"no API key: {variable} is not set", fix=self._key_fix())
+
+    def _explicit_key(self) -> str | None:
+        """Bedrock's API key (bearer token) or Vertex's access token, only if configured."""
+        if self._config.api_key:
+            return self._config.api_key
+        if self._config.api_key_env:
+            return self._env.get(self._config.api_key_env) or None
+        return None
+
+    def _key_fix(self) -> str:
+        setting = f"providers.{self.name}.api_key_env"
+        match self._config.type:
+            case "anthropic-bedrock":
+                return (
+                    "check the AWS credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID / "
+                    f"AWS_SECRET_ACCESS_KEY, or a Bedrock API key named in {setting}) and that "
+                    f"the model is enabled in the region (providers.{self.name}.region)"
+                )
+            case "anthropic-vertex":
+                return (
+                    "run `gcloud auth application-default login` or set "
+                    "GOOGLE_APPLICATION_CREDENTIALS, and check "
+                    f"providers.{self.name}.project_id and providers.{self.name}.region"
+                )
+        if self._config.api_key_env:
+            return f"set {self._config.api_key_env} (the variable {setting} names)"
+        if self._config.api_key:
+            return f"check providers.{self.name}.api_key, or use {setting} instead"
+        return f"set {DEFAULT_KEY_ENV}, or name another variable in {setting}"
+
+    def _region_fix(self) -> str:
+        variable = "AWS_REGION" if self._config.type == "anthropic-bedrock" else "CLOUD_ML_REGION"
+        return f"Set providers.{self.name}.region (or {variable})."
+
+    # --- errors ----------------------------------------------------------------------------
+
+    def _translate(self, exc: Exception) -> ProviderError:
+        """The one place where vendor and transport exceptions become `ProviderError`s."""
+        name = self.name
+        match exc:
+            case anthropic.APIStatusError() if exc.status_code < 400:
+                # An `error` event after 200 OK: the stream broke; the call can be retried.
+                kind = exc.type or "error"
+                return ProviderUnavailable(
+                    name, f"the stream failed mid-way ({kind}): {self._detail(exc)}"
+                )
+            case anthropic.AuthenticationError() | anthropic.PermissionDeniedError():
+                detail = self._detail(exc)
+                message = f"the API refused the credentials (HTTP {exc.status_code}): {detail}"
+                return AuthError(name, message, fix=self._key_fix())
+            case anthropic.RateLimitError():
+                return RateLimitError(
+                    name,
+                    f"rate limited (HTTP 429): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case anthropic.APIStatusError() if exc.status_code == 529:
+                return RateLimitError(
+                    name,
+                    f"the API is overloaded (HTTP 529): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case anthropic.ContentTooLargeError():
+                return ContextWindowError(
+                    name, f"the request is too large (HTTP 413): {self._detail(exc)}"
+                )
+            case anthropic.BadRequestError() if _CONTEXT_OVERFLOW.search(_vendor_message(exc)):
+                return ContextWindowError(
+                    name, f"the conversation is too long for the model: {self._detail(exc)}"
+                )
+            case anthropic.APIStatusError() if exc.status_code >= 500 or exc.status_code == 408:
+                return ProviderUnavailable(
+                    name,
+                    f"server error (HTTP {exc.status_code}): {self._detail(exc)}",
+                    retry_after=parse_retry_after(exc.response.headers),
+                )
+            case anthropic.APIStatusError():
+                return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
+            case anthropic.APITimeoutError():
+                return ProviderUnavailable(
+                    name,
+                    f"no response within {self._config.timeout:g}s "
+                    f"(raise providers.{name}.timeout if the model is slow)",
+                )
+            case anthropic.APIConnectionError():
+                return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
+            case anthropic.CredentialsError():
+                message = f"no usable credentials: {self._redact(str(exc))}"
+                return AuthError(name, message, fix=self._key_fix())
+            case anthropic.APIError():
+                return ProviderError(name, self._detail(exc))
+            case httpx2.HTTPError():
+                return ProviderUnavailable(name, self._connection_failed(exc))
+            case json.JSONDecodeError():
+                sample = self._redact(exc.doc[:120])
+                return ProviderError(
+                    name, f"the server sent a stream event that is not JSON: {sample!r}"
+                )
+            case anthropic.AnthropicError():
+                return ProviderError(name, self._redact(str(exc).strip()) or type(exc).__name__)
+        # A cloud SDK's credential failure (botocore / google-auth).
+        reason = self._redact(str(exc)) or type(exc).__name__
+        return AuthError(name, f"no usable credentials: {reason}", fix=self._key_fix())
+
+    def _connection_failed(self, cause: BaseException) -> str:
+        reason = self._redact(str(cause)) or type(cause).__name__
+        return f"connection to {self._base_url()} failed: {reason}"
+
+    def _detail(self, exc: anthropic.APIError) -> str:
+        return self._redact(_vendor_message(exc))
+
+    def _redact(self, text: str) -> str:
+        if self._key:
+            text = text.replace(self._key, "[redacted]")
+        return _KEY_LIKE.sub("sk-[redacted]", text)
+
+    def _base_url(self) -> str:
+        if self._config.base_url:
+            return self._config.base_url
+        match self._config.type:
+            case "anthropic-bedrock":
+                return "Amazon Bedrock"
+            case "anthropic-vertex":
+                return "Google Vertex AI"
+        return DEFAULT_BASE_URL
+
+
+def _vendor_message(exc: anthropic.APIError) -> str:
+    # The body is {"type": "error", "error": {"type": ..., "message": ...}} from Anthropic;
+    # proxies and gateways may answer with text or HTML instead.
+    body = exc.body
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                return message
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message

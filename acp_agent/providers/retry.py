@@ -1,0 +1,177 @@
+"""Retries of model calls that may succeed when sent again, for every provider.
+
+`create_provider` wraps each provider in a `RetryingProvider`. A call that fails with a
+retryable `ProviderError` (rate limit, overload, 5xx, lost connection: see `errors.py`)
+*before anything reached the consumer* is sent again after a wait:
+
+- exponential backoff with full jitter: uniform in [0, min(max_delay, initial * 2^(n-1)));
+- or the server's `retry-after` when it gave one, raised to `min_retry_after` (so
+  `retry-after: 0` cannot become a request storm) and capped by `max_delay`;
+- at most `max_attempts` tries, and never a wait that would end past `max_total_seconds`
+  since the first try: then the last error is raised, its message saying how many tries.
+
+Before each wait a `RetryNotice` event tells the consumer which provider failed, why, and
+how long the wait is. Once an event was yielded, a failure is raised at once: the engine
+keeps what was streamed, and a retry would repeat it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..messages import RetryNotice, StreamEvent
+from .base import ModelRequest, Provider
+from .errors import ProviderError
+
+if TYPE_CHECKING:
+    from ..config import RetryConfig
+
+_REASON_CHARS = 200
+
+
+class RetryingProvider:
+    """`inner` with retries; `stream()` keeps the `Provider` contract (events may now include
+    `RetryNotice`, and errors of the first attempt surface while iterating, not on entry)."""
+
+    def __init__(
+        self,
+        inner: Provider,
+        config: RetryConfig,
+        *,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        """`sleep` (default `anyio.sleep`, looked up at each wait), `clock` and `jitter` are
+        replaceable for tests."""
+        self.name = inner.name
+        self._inner = inner
+        self._config = config
+        self._sleep = sleep
+        self._clock = clock
+        self._jitter = jitter
+
+    @property
+    def inner(self) -> Provider:
+        """The wrapped provider."""
+        return self._inner
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        events = self._events(request)
+        try:
+            yield events
+        finally:
+            await events.aclose()
+
+    async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent]:
+        started = self._clock()
+        attempt = 0
+        while True:
+            attempt += 1
+            began = False
+            try:
+                async with self._inner.stream(request) as events:
+                    async for event in events:
+                        began = True
+                        yield event
+                return
+            except ProviderError as exc:
+                if began or not exc.retryable:
+                    raise
+                failure = exc
+            # Outside the `except`: the consumer must not run inside our exception context.
+            delay = self._delay_or_give_up(failure, attempt, started)
+            yield RetryNotice(
+                provider=self.name,
+                reason=_reason(failure),
+                delay=delay,
+                attempt=attempt,
+                max_attempts=self._config.max_attempts,
+            )
+            # Cancellable: a cancelled turn ends here at once.
+            await (self._sleep or anyio.sleep)(delay)
+
+    def _delay_or_give_up(self, failure: ProviderError, attempt: int, started: float) -> float:
+        config = self._config
+        if attempt >= config.max_attempts:
+            raise _gave_up(failure, f"gave up after {_attempts(attempt)}")
+        delay = retry_delay(config, attempt, failure.retry_after, self._jitter())
+        elapsed = self._clock() - started
+        if elapsed + delay > config.max_total_seconds:
+            raise _gave_up(
+                failure,
+                f"gave up after {_attempts(attempt)} in {elapsed:.0f}s: waiting {delay:.1f}s "
+                f"more would pass the retry budget of {config.max_total_seconds:g}s",
+            )
+        return delay
+
+
+def retry_delay(
+    config: RetryConfig, failures: int, retry_after: float | None, jitter: float
+) -> float:
+    """Seconds to wait after the `failures`-th failed try; `jitter` is uniform in [0, 1)."""
+    if retry_after is not None:
+        return min(config.max_delay, max(retry_after, config.min_retry_after))
+    ceiling = min(config.max_delay, config.initial_delay * 2.0 ** min(failures - 1, 62))
+    return ceiling * jitter
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """The server's wait hint in seconds: `retry-after-ms`, else `retry-after` (seconds or an
+    HTTP date); None when absent or unreadable. Pass headers with lower-case lookup (httpx)."""
+    if not headers:
+        return None
+    if (milliseconds := _number(headers.get("retry-after-ms"))) is not None:
+        return max(0.0, milliseconds / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    if (seconds := _number(value)) is not None:
+        return max(0.0, seconds)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _gave_up(failure: ProviderError, note: str) -> ProviderError:
+    # The same exception, so its class and fields (retry_after, fix ...) stay as the vendor
+    # mapper made them; only the message learns how long we tried.
+    failure.detail = f"{failure.detail} ({note})"
+    failure.args = (f"{failure.provider}: {failure.detail}",)
+    return failure
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt" if count == 1 else f"{count} attempts"
+
+
+def _reason(failure: ProviderError) -> str:
+    first_line = failure.detail.strip().splitlines()[0] if failure.detail.strip() else ""
+    reason = first_line or type(failure).__name__
+    if len(reason) > _REASON_CHARS:
+        reason = reason[: _REASON_CHARS - 1] + "…"
+    return reason

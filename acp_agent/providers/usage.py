@@ -1,0 +1,319 @@
+"""Token counting, the context figure shown to the user, and the cost of a session.
+
+`TokenCounter` counts the tokens of neutral messages: exactly with tiktoken when its
+encoding file is already on disk, never downloading it (tiktoken fetches encodings from
+the network on first use; we look for its cached file first), else with an estimate:
+
+    tokens(text)   = ceil(len(text) / 4)      OpenAI's rule of thumb for English prose; code
+                                              and JSON run ~10-25% above it with o200k_base
+    per message    + 4  (role and separators: the 3 of OpenAI's chat format, plus one)
+    per request    + 3  (the reply's priming)
+    per image      765  (a 1024x1024 image at high detail on OpenAI; Anthropic's
+                          (w*h)/750 comes to ~1400 for the same image)
+    per tool call / result / tool definition   + 3 / + 3 / + 8 for their framing
+
+The estimate matters only where a server reports no usage, so it aims at "about right"
+for the context meter, not at billing. Counting is incremental: a message is tokenized
+once, and again only when its parts change (see `TokenCounter.count_messages`).
+
+`UsageMeter` turns each model call into the figures the engine reports: `used` (context
+taken by the last call: the reported input, cache and output tokens, or the counter's
+estimate of the history) and the session's cost from the model's `Prices`.
+
+`Usage` fields are disjoint: `input_tokens` excludes cache reads and writes, as the
+providers report it (OpenAI's totals are split by the mappers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from ..messages import (
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from ..config import Prices
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENCODING = "o200k_base"
+CHARS_PER_TOKEN = 4
+MESSAGE_TOKENS = 4
+REQUEST_TOKENS = 3
+IMAGE_TOKENS = 765
+TOOL_CALL_TOKENS = 3
+TOOL_RESULT_TOKENS = 3
+TOOL_SPEC_TOKENS = 8
+_TOKENS_PER_MILLION = 1_000_000
+# Encodings tiktoken loads from one `.tiktoken` file of this name at this address.
+_ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+_FILE_ENCODINGS = frozenset({"o200k_base", "cl100k_base", "p50k_base", "r50k_base"})
+
+
+class Encoder(Protocol):
+    """What the counter needs of a tokenizer (a `tiktoken.Encoding` is one)."""
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+def load_encoder(name: str = DEFAULT_ENCODING) -> Encoder | None:
+    """tiktoken's encoding `name` if its file is in tiktoken's cache; None otherwise.
+
+    Never downloads: the cache directory is found as tiktoken finds it
+    (`TIKTOKEN_CACHE_DIR`, `DATA_GYM_CACHE_DIR`, else `<tmp>/data-gym-cache`). Parsing the
+    file takes a fraction of a second: call it from a worker thread when that matters.
+    """
+    if name not in _FILE_ENCODINGS:
+        return None
+    cache_dir = _tiktoken_cache_dir()
+    if not cache_dir:
+        return None  # caching disabled: tiktoken would download on every load
+    url = _ENCODING_URL.format(name=name)
+    cached = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    if not os.path.isfile(cached):
+        return None
+    try:
+        import tiktoken
+
+        encoding: Encoder = tiktoken.get_encoding(name)
+    except Exception as exc:  # a damaged cache file, an old tiktoken ...: estimate instead
+        log.warning("token counts are estimates: cannot load tiktoken %s: %s", name, exc)
+        return None
+    return encoding
+
+
+def _tiktoken_cache_dir() -> str:
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+@dataclass(slots=True)
+class _Counted:
+    message: Message
+    parts: int
+    last_part: Part | None
+    tokens: int
+
+
+class TokenCounter:
+    """Tokens of messages, tool definitions and prompts; exact if an encoder is available.
+
+    `encoder`: the tokenizer to use. Without one, tiktoken's `encoding` is loaded on first
+    use if it is cached on disk (see `load_encoder`); `encoding=None` always estimates.
+    """
+
+    def __init__(
+        self, encoder: Encoder | None = None, *, encoding: str | None = DEFAULT_ENCODING
+    ) -> None:
+        self._encoder = encoder
+        self._encoding = None if encoder is not None else encoding
+        self._history: list[_Counted] = []
+        self._prompt: tuple[str, tuple[ToolSpec, ...], int] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether counts come from a tokenizer rather than the estimate."""
+        return self._get_encoder() is not None
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        encoder = self._get_encoder()
+        if encoder is None:
+            return math.ceil(len(text) / CHARS_PER_TOKEN)
+        return len(encoder.encode_ordinary(text))
+
+    def count_message(self, message: Message) -> int:
+        return MESSAGE_TOKENS + sum(self._count_part(part) for part in message.parts)
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """The tokens of `messages`; see `message_counts` for what is counted again."""
+        return sum(self.message_counts(messages))
+
+    def message_counts(self, messages: Sequence[Message]) -> list[int]:
+        """Tokens per message, counting only messages not seen at their position before.
+
+        A message is recounted when a different object sits at its index, or when its
+        parts list changed length or last part (a tool message filling up); so a history
+        that grows by appending is tokenized once. Parts replaced in place, keeping the
+        count and the last part, are not noticed: parts are immutable by convention.
+        """
+        counted = self._history
+        del counted[len(messages) :]
+        counts: list[int] = []
+        for index, message in enumerate(messages):
+            parts = message.parts
+            last = parts[-1] if parts else None
+            if index < len(counted):
+                entry = counted[index]
+                if (
+                    entry.message is message
+                    and entry.parts == len(parts)
+                    and entry.last_part is last
+                ):
+                    counts.append(entry.tokens)
+                    continue
+            entry = _Counted(message, len(parts), last, self.count_message(message))
+            if index < len(counted):
+                counted[index] = entry
+            else:
+                counted.append(entry)
+            counts.append(entry.tokens)
+        return counts
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        return sum(
+            TOOL_SPEC_TOKENS
+            + self.count_text(tool.name)
+            + self.count_text(tool.description)
+            + self.count_text(json.dumps(tool.parameters))
+            for tool in tools
+        )
+
+    def count_request(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
+    ) -> int:
+        """What a request with this system prompt, history and tools sends, in tokens."""
+        return REQUEST_TOKENS + self.count_prompt(system, tools) + self.count_messages(messages)
+
+    def count_prompt(self, system: str, tools: Sequence[ToolSpec] = ()) -> int:
+        """The system prompt and tool definitions; the same pair again is not recounted."""
+        specs = tuple(tools)
+        if self._prompt is not None:
+            last_system, last_tools, tokens = self._prompt
+            same_tools = len(last_tools) == len(specs) and all(
+                a is b or a == b for a, b in zip(last_tools, specs, strict=True)
+            )
+            if last_system == system and same_tools:
+                return tokens
+        tokens = (MESSAGE_TOKENS + self.count_text(system) if system else 0) + self.count_tools(
+            specs
+        )
+        self._prompt = (system, specs, tokens)
+        return tokens
+
+    def _count_part(self, part: Part) -> int:
+        match part:
+            case TextPart(text=text) | ThinkingPart(text=text):
+                return self.count_text(text)
+            case ImagePart():
+                return IMAGE_TOKENS
+            case ToolCallPart(name=name, arguments=arguments):
+                return (
+                    TOOL_CALL_TOKENS
+                    + self.count_text(name)
+                    + self.count_text(json.dumps(arguments))
+                )
+            case ToolResultPart(content=content):
+                return TOOL_RESULT_TOKENS + sum(self._count_part(item) for item in content)
+
+    def _get_encoder(self) -> Encoder | None:
+        if self._encoding is not None:
+            self._encoder = load_encoder(self._encoding)
+            self._encoding = None  # one try: a missing file does not appear mid-session
+        return self._encoder
+
+
+def cost(usage: Usage, prices: Prices | None) -> float | None:
+    """US dollars for `usage` at `prices` (per million tokens); None without prices.
+
+    Cache reads and writes use their own prices when given, else the input price.
+    """
+    if prices is None:
+        return None
+    cache_read = prices.cache_read if prices.cache_read is not None else prices.input
+    cache_write = prices.cache_write if prices.cache_write is not None else prices.input
+    dollars_per_million = (
+        usage.input_tokens * prices.input
+        + usage.cache_read_tokens * cache_read
+        + usage.cache_write_tokens * cache_write
+        + usage.output_tokens * prices.output
+    )
+    return dollars_per_million / _TOKENS_PER_MILLION
+
+
+def context_tokens(usage: Usage) -> int:
+    """The context one call took: everything it read plus everything it wrote."""
+    return (
+        usage.input_tokens
+        + usage.cache_read_tokens
+        + usage.cache_write_tokens
+        + usage.output_tokens
+    )
+
+
+class Reading(NamedTuple):
+    used: int
+    """Tokens of the context window the conversation takes now."""
+    cost_usd: float | None
+    """The session's cost so far; None while no call had prices."""
+    estimated: bool
+    """`used` (and this call's cost) came from the token counter, not the vendor."""
+
+
+class UsageMeter:
+    """Per session: the context figure and the running cost, updated after each model call.
+
+    `prices` may be changed when the session switches model; the cost so far is kept.
+    """
+
+    def __init__(self, prices: Prices | None = None, counter: TokenCounter | None = None) -> None:
+        self.prices = prices
+        self.counter = counter if counter is not None else TokenCounter()
+        self.cost_usd: float | None = None
+        self.last: Reading | None = None
+
+    def after_call(
+        self,
+        history: Sequence[Message],
+        reported: Usage | None,
+        *,
+        system: str = "",
+        tools: Sequence[ToolSpec] = (),
+    ) -> Reading:
+        """Account for one finished (or failed) model call.
+
+        `history`: the conversation after the call, its reply included; `reported`: the
+        last `Usage` event of the call, or None if none came; `system` and `tools`: what
+        the request carried, counted when the vendor reported nothing.
+        """
+        if reported is not None and context_tokens(reported) > 0:
+            usage, estimated = reported, False
+        else:  # no report, or a server that sends zeros
+            usage, estimated = self._estimate(history, system, tools), True
+        used = context_tokens(usage)
+        call_cost = cost(usage, self.prices)
+        if call_cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + call_cost
+        self.last = Reading(used=used, cost_usd=self.cost_usd, estimated=estimated)
+        return self.last
+
+    def _estimate(
+        self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]
+    ) -> Usage:
+        counter = self.counter
+        counts = counter.message_counts(history)
+        request = REQUEST_TOKENS + counter.count_prompt(system, tools) + sum(counts)
+        # The reply, if the call produced one, is output; the rest was the request.
+        output = counts[-1] if history and history[-1].role == "assistant" else 0
+        return Usage(input_tokens=request - output, output_tokens=output)

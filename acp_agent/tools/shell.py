@@ -1,0 +1,317 @@
+"""shell: run a command in an editor terminal, or as a local subprocess when the client has no
+terminals.
+
+The command line goes to `bash -c`, not to the editor as a program name, so pipes,
+redirections, `&&` and globs work the same everywhere. It is a non-login shell: profile
+scripts would add output and slowness to every call.
+
+Live output:
+- in an editor terminal the editor shows the terminal itself (the tool call carries
+  `TerminalContent`); we do not poll `terminal/output` while it runs, which would only cost
+  requests, and we send no `TerminalStream`: Zed would open a second, display-only terminal
+  under the same id in place of the real one;
+- a local subprocess has no terminal on the client, so its output goes out as
+  `TerminalStream` updates: a first one with the cwd, then new output as it comes (no
+  polling, it is pushed), then the exit. Zed renders them through its `_meta.terminal_*`
+  extension (`ToolContext.client_shows_terminal_stream`); other clients get the output as
+  text in the finished tool call.
+
+Whatever happens (exit, timeout, error, cancellation) an editor terminal is released, and a
+cancelled or timed-out command is killed first. A non-zero exit is a normal result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+from pydantic import Field
+
+from ..messages import (
+    Location,
+    TerminalContent,
+    TerminalStream,
+    TextPart,
+    ToolCallUpdated,
+    ToolContent,
+)
+from ._text import cut_middle, fenced
+from .base import (
+    Editor,
+    TerminalExit,
+    Tool,
+    ToolContext,
+    ToolFailed,
+    ToolOutcome,
+    ToolParams,
+)
+from .local import run_local_command
+
+log = logging.getLogger(__name__)
+
+MAX_TIMEOUT_SECONDS = 1800.0
+OUTPUT_BYTE_LIMIT = 64 * 1024
+"""Output an editor terminal keeps (the client drops the beginning past this)."""
+LOCAL_HEAD_BYTES = 16 * 1024
+LOCAL_TAIL_BYTES = 48 * 1024
+"""What we keep of a local command's output: its beginning and its (more telling) end."""
+LIVE_OUTPUT_LIMIT = 1024 * 1024
+"""Output of a local command streamed to the client before live updates stop."""
+MODEL_HEAD_CHARS = 10_000
+MODEL_TAIL_CHARS = 20_000
+"""The model reads at most the first and last this many characters of the output."""
+CLEANUP_SECONDS = 2.0
+"""Time allowed for killing and releasing an editor terminal once we stop waiting for it."""
+CREATE_SECONDS = 10.0
+"""Time allowed for the editor to start a terminal (shielded from cancellation)."""
+"""Time allowed for killing and releasing an editor terminal once we stop waiting for it."""
+
+# Pagers would wait for a key press that never comes (editor terminals are PTYs).
+COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat"}
+
+
+class ShellParams(ToolParams):
+    command: str = Field(
+        min_length=1,
+        description="The command line, run by `bash -c` (pipes, redirections and && work). "
+        "It gets no input: do not start interactive programs.",
+    )
+    timeout_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="Stop the command after this many seconds (the default suits tests and "
+        "builds; raise it for slow ones).",
+    )
+    cwd: str | None = Field(
+        None,
+        description="Directory to run in, inside the workspace: absolute, or relative to the "
+        "working directory (the default).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    """A command's end, from either kind of terminal, in the form the model reads."""
+
+    output: str
+    exit: TerminalExit | None
+    timed_out: bool
+    cut_notice: str | None
+    """Why the beginning or middle of the output is missing, if it is."""
+    terminal_id: str
+
+
+class Shell(Tool[ShellParams]):
+    name = "shell"
+    kind = "execute"
+    read_only = False
+    description = (
+        "Run a shell command in the workspace and return its output (stdout and stderr "
+        "together) and exit status. Use it for builds, tests, git and other programs; prefer "
+        "read_file, search and edit_file for reading, finding and changing files. Each call "
+        "starts a fresh shell: `cd` and variables do not carry over."
+    )
+    params_model = ShellParams
+
+    def title(self, params: ShellParams, ctx: ToolContext) -> str:
+        # The permission request shows the title: it must be the exact command.
+        return params.command
+
+    def locations(self, params: ShellParams, ctx: ToolContext) -> tuple[Location, ...]:
+        return ()
+
+    def command(self, params: ShellParams) -> str | None:
+        return params.command
+
+    async def run(self, params: ShellParams, ctx: ToolContext) -> ToolOutcome:
+        cwd = _working_directory(params, ctx)
+        timeout = params.timeout_seconds or ctx.shell_timeout
+        if ctx.editor.can_run_terminals:
+            finished = await _run_in_editor(params.command, cwd, timeout, ctx)
+        else:
+            finished = await _run_locally(params.command, cwd, timeout, ctx)
+        return ToolOutcome(
+            model_text=model_text(finished, timeout), display=_display(finished, ctx)
+        )
+
+
+def _display(finished: _Finished, ctx: ToolContext) -> tuple[ToolContent, ...]:
+    """The terminal when the client shows one for this command, else the output as text."""
+    in_editor = ctx.editor.can_run_terminals
+    if in_editor or ctx.client_shows_terminal_stream:
+        return (TerminalContent(finished.terminal_id),)
+    return (TextPart(fenced(finished.output or "(no output)")),)
+
+
+def _working_directory(params: ShellParams, ctx: ToolContext) -> Path:
+    if params.cwd is None:
+        return ctx.cwd
+    cwd = ctx.resolve(params.cwd)
+    if not ctx.inside_roots(cwd):
+        raise ToolFailed(f"cwd {cwd} is outside the workspace; commands run inside it only.")
+    if not cwd.is_dir():
+        raise ToolFailed(f"cwd {cwd} is not a directory.")
+    return cwd
+
+
+# --- editor terminal -----------------------------------------------------------------------
+
+
+async def _run_in_editor(command: str, cwd: Path, time_limit: float, ctx: ToolContext) -> _Finished:
+    editor = ctx.editor
+    terminal_id = await _create_terminal(editor, command, cwd)
+    try:
+        # A cancel that arrived while the terminal was being created lands here, where the
+        # terminal is killed and released rather than left running in the editor.
+        await anyio.lowlevel.checkpoint()
+        await ctx.emit(
+            ToolCallUpdated(
+                ctx.tool_call_id, status="in_progress", content=(TerminalContent(terminal_id),)
+            )
+        )
+        exit_status: TerminalExit | None = None
+        with anyio.move_on_after(time_limit) as deadline:
+            exit_status = await editor.wait_for_terminal_exit(terminal_id)
+        if deadline.cancelled_caught:
+            exit_status = await _kill_after_timeout(ctx, terminal_id)
+        result = await editor.terminal_output(terminal_id)
+    except anyio.get_cancelled_exc_class():
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+            await _quietly("kill", editor.kill_terminal(terminal_id))
+        raise
+    finally:
+        # Release frees the client's terminal (and kills it if it still runs), whatever
+        # ended the wait.
+        with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+            await _quietly("release", editor.release_terminal(terminal_id))
+    notice = None
+    if result.truncated:
+        notice = f"the editor kept only the last {OUTPUT_BYTE_LIMIT // 1024} KiB of the output"
+    return _Finished(
+        output=result.output,
+        exit=result.exit or exit_status,
+        timed_out=deadline.cancelled_caught,
+        cut_notice=notice,
+        terminal_id=terminal_id,
+    )
+
+
+async def _create_terminal(editor: Editor, command: str, cwd: Path) -> str:
+    """Start the command; shielded, so a cancel cannot leave a terminal we hold no id for."""
+    terminal_id: str | None = None
+    with anyio.move_on_after(CREATE_SECONDS, shield=True):
+        terminal_id = await editor.create_terminal(
+            "bash", ["-c", command], str(cwd), COMMAND_ENV, OUTPUT_BYTE_LIMIT
+        )
+    if terminal_id is None:
+        raise ToolFailed(f"the editor did not start a terminal within {CREATE_SECONDS:g} s")
+    return terminal_id
+
+
+async def _kill_after_timeout(ctx: ToolContext, terminal_id: str) -> TerminalExit | None:
+    """Kill the timed-out command and wait briefly for its exit status."""
+    await _quietly("kill", ctx.editor.kill_terminal(terminal_id))
+    with anyio.move_on_after(CLEANUP_SECONDS), contextlib.suppress(ToolFailed):
+        return await ctx.editor.wait_for_terminal_exit(terminal_id)
+    return None
+
+
+async def _quietly(what: str, call: Awaitable[None]) -> None:
+    """Await a cleanup call; its failure must not hide why we are cleaning up."""
+    try:
+        await call
+    except Exception as exc:
+        log.warning("terminal %s failed: %s", what, exc)
+
+
+# --- local subprocess ----------------------------------------------------------------------
+
+
+async def _run_locally(command: str, cwd: Path, time_limit: float, ctx: ToolContext) -> _Finished:
+    terminal_id = f"local-{ctx.tool_call_id or uuid.uuid4().hex}"
+
+    async def forward(text: str) -> None:
+        await ctx.emit(
+            ToolCallUpdated(ctx.tool_call_id, terminal=TerminalStream(terminal_id, output=text))
+        )
+
+    # The first report opens the client's display terminal (when it has them); the title
+    # rides along because Zed opens it from a whole `tool_call`, which needs one.
+    shown = (TerminalContent(terminal_id),) if ctx.client_shows_terminal_stream else None
+    await ctx.emit(
+        ToolCallUpdated(
+            ctx.tool_call_id,
+            status="in_progress",
+            title=command,
+            content=shown,
+            terminal=TerminalStream(terminal_id, cwd=str(cwd)),
+        )
+    )
+    result = await run_local_command(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=COMMAND_ENV,
+        time_limit=time_limit,
+        on_output=forward,
+        head_bytes=LOCAL_HEAD_BYTES,
+        tail_bytes=LOCAL_TAIL_BYTES,
+        stream_limit=LIVE_OUTPUT_LIMIT,
+    )
+    await ctx.emit(
+        ToolCallUpdated(
+            ctx.tool_call_id,
+            terminal=TerminalStream(
+                terminal_id, exited=True, exit_code=result.exit_code, signal=result.signal
+            ),
+        )
+    )
+    notice = None
+    if result.omitted_bytes:
+        notice = f"{result.omitted_bytes} bytes from the middle of the output were left out"
+    return _Finished(
+        output=result.output,
+        exit=TerminalExit(result.exit_code, result.signal),
+        timed_out=result.timed_out,
+        cut_notice=notice,
+        terminal_id=terminal_id,
+    )
+
+
+# --- what the model reads ------------------------------------------------------------------
+
+
+def model_text(finished: _Finished, timeout: float) -> str:
+    """Output (head and tail when long), then the exit status and any cut notices."""
+    output = finished.output.replace("\r\n", "\n")
+    output, omitted = cut_middle(output, MODEL_HEAD_CHARS, MODEL_TAIL_CHARS)
+    notes = [_status(finished, timeout)]
+    if finished.cut_notice:
+        notes.append(f"[output truncated: {finished.cut_notice}]")
+    if omitted:
+        notes.append(
+            f"[output truncated: {omitted} characters from the middle were left out; "
+            "redirect the output to a file and search it for details]"
+        )
+    body = output.rstrip("\n") if output.strip() else "(no output)"
+    return body + "\n\n" + "\n".join(notes)
+
+
+def _status(finished: _Finished, timeout: float) -> str:
+    if finished.timed_out:
+        return f"[timed out after {timeout:g} s: the command was stopped]"
+    status = finished.exit
+    if status is None or (status.exit_code is None and status.signal is None):
+        return "[exit status unknown]"
+    if status.signal:
+        return f"[ended by signal {status.signal}]"
+    return f"[exit code {status.exit_code}]"
+
+
+__all__ = ["Shell", "ShellParams", "model_text"]

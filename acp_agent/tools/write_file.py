@@ -1,0 +1,61 @@
+"""write_file: create a file or replace its whole content, shown to the user as a diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from ..messages import DiffContent, Location
+from ._files import read_current, write_text
+from ._text import count_lines, first_changed_line, plural
+from .base import Tool, ToolContext, ToolOutcome, ToolParams
+
+
+class WriteFileParams(ToolParams):
+    path: str = Field(
+        description="File to write: absolute, or relative to the working directory. Missing "
+        "parent directories are created."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+class WriteFile(Tool[WriteFileParams]):
+    name = "write_file"
+    kind = "edit"
+    read_only = False
+    description = (
+        "Create a new file, or replace the entire content of an existing one. For changes to "
+        "part of an existing file prefer edit_file: it is shorter and cannot drop text by "
+        "accident. Read a file before overwriting it."
+    )
+    params_model = WriteFileParams
+
+    def title(self, params: WriteFileParams, ctx: ToolContext) -> str:
+        return f"Write {ctx.resolve(params.path)}"
+
+    def locations(self, params: WriteFileParams, ctx: ToolContext) -> tuple[Location, ...]:
+        return (Location(str(ctx.resolve(params.path))),)
+
+    def paths(self, params: WriteFileParams, ctx: ToolContext) -> tuple[Path, ...]:
+        return (ctx.resolve(params.path),)
+
+    async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolOutcome:
+        path = ctx.resolve(params.path)
+        old = await read_current(ctx, path)
+        new = params.content
+        line = first_changed_line(old or "", new)
+        display = (DiffContent(str(path), old, new),)
+        locations = (Location(str(path), line),)
+        if old == new:
+            return ToolOutcome(
+                model_text=f"{path} already had exactly this content; nothing was written.",
+                locations=locations,
+            )
+        await write_text(ctx, path, new)
+        size = plural(count_lines(new), "line")
+        if old is None:
+            text = f"Created {path} ({size})."
+        else:
+            text = f"Wrote {path} ({size}, was {count_lines(old)}); first change at line {line}."
+        return ToolOutcome(model_text=text, display=display, locations=locations)

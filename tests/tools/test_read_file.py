@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tool_fakes import FakeEditor, make_context
+
+from acp_agent.messages import Location
+from acp_agent.tools import ToolContext, ToolFailed
+from acp_agent.tools.read_file import MAX_CHARS, ReadFile, ReadFileParams
+
+pytestmark = pytest.mark.anyio
+
+TOOL = ReadFile()
+
+
+def numbered(count: int) -> str:
+    return "".join(f"line {n}\n" for n in range(1, count + 1))
+
+
+async def test_a_page_of_an_editor_file_comes_numbered_with_a_notice_how_to_read_on(
+    root: Path,
+) -> None:
+    path = str(root / "a.txt")
+    editor = FakeEditor({path: numbered(10)})
+
+    outcome = await TOOL.run(
+        ReadFileParams(path="a.txt", line=3, limit=4), make_context(root, editor)
+    )
+
+    assert outcome.model_text.splitlines()[:4] == [
+        "     3\tline 3",
+        "     4\tline 4",
+        "     5\tline 5",
+        "     6\tline 6",
+    ]
+    assert "call read_file with line=7 to read further" in outcome.model_text
+    assert outcome.locations == (Location(path, 3),)
+    # One line more than shown tells whether the file continues.
+    assert editor.calls == [("read", path, 3, 5)]
+
+
+async def test_the_last_page_has_no_continuation_notice(root: Path) -> None:
+    path = str(root / "a.txt")
+    editor = FakeEditor({path: numbered(5)})
+
+    outcome = await TOOL.run(ReadFileParams(path=path, line=4), make_context(root, editor))
+
+    assert outcome.model_text == "     4\tline 4\n     5\tline 5"
+
+
+async def test_reading_past_the_end_and_an_empty_file_say_so(root: Path) -> None:
+    editor = FakeEditor({str(root / "a.txt"): numbered(2), str(root / "empty"): ""})
+    ctx = make_context(root, editor)
+
+    past = await TOOL.run(ReadFileParams(path="a.txt", line=9), ctx)
+    empty = await TOOL.run(ReadFileParams(path="empty"), ctx)
+
+    assert past.model_text == "[no lines at or after line 9]"
+    assert empty.model_text == "[empty file]"
+
+
+async def test_the_local_fallback_pages_the_same_way(root: Path, local_ctx: ToolContext) -> None:
+    (root / "a.txt").write_text(numbered(3000))
+
+    first = await TOOL.run(ReadFileParams(path="a.txt"), local_ctx)
+    second = await TOOL.run(ReadFileParams(path="a.txt", line=2001), local_ctx)
+
+    assert first.model_text.splitlines()[-2] == "  2000\tline 2000"
+    assert "line=2001" in first.model_text
+    assert second.model_text.splitlines()[0] == "  2001\tline 2001"
+    assert second.model_text.splitlines()[-1] == "  3000\tline 3000"
+
+
+async def test_a_missing_local_file_is_an_error_the_model_can_read(local_ctx: ToolContext) -> None:
+    with pytest.raises(ToolFailed, match="no such file"):
+        await TOOL.run(ReadFileParams(path="nope.txt"), local_ctx)
+
+
+async def test_only_newlines_end_lines_so_numbers_match_the_editor(
+    root: Path, local_ctx: ToolContext
+) -> None:
+    (root / "a.txt").write_text("one\u2028still one\x0cstill one\r\ntwo\rthree\n", newline="")
+
+    outcome = await TOOL.run(ReadFileParams(path="a.txt"), local_ctx)
+
+    assert [line.split("\t")[0].strip() for line in outcome.model_text.split("\n")] == [
+        "1",
+        "2",
+        "3",
+    ]
+
+
+async def test_an_overlong_line_is_cut_with_a_notice(root: Path, local_ctx: ToolContext) -> None:
+    (root / "min.js").write_text("x" * (MAX_CHARS + 50) + "\nnext\n")
+
+    outcome = await TOOL.run(ReadFileParams(path="min.js"), local_ctx)
+
+    assert f"longer than {MAX_CHARS} characters were cut" in outcome.model_text
+    assert "line=2" in outcome.model_text
