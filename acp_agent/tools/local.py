@@ -185,6 +185,20 @@ class OutputCapture:
 OutputSink = Callable[[str], Awaitable[None]]
 
 
+# Our own credentials: a command the model runs (`env`, a script that prints its
+# environment) must not carry them back into the conversation.
+SECRET_NAME_PARTS = ("API_KEY", "_TOKEN", "SECRET", "PASSWORD")
+
+
+def command_environment() -> dict[str, str]:
+    """Our environment minus variables that look like credentials."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not any(part in name.upper() for part in SECRET_NAME_PARTS)
+    }
+
+
 async def run_local_command(
     argv: Sequence[str],
     *,
@@ -211,7 +225,7 @@ async def run_local_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env={**os.environ, **env},
+            env={**command_environment(), **env},
             start_new_session=True,
         )
     except OSError as exc:

@@ -70,7 +70,6 @@ CLEANUP_SECONDS = 2.0
 """Time allowed for killing and releasing an editor terminal once we stop waiting for it."""
 CREATE_SECONDS = 10.0
 """Time allowed for the editor to start a terminal (shielded from cancellation)."""
-"""Time allowed for killing and releasing an editor terminal once we stop waiting for it."""
 
 # Pagers would wait for a key press that never comes (editor terminals are PTYs).
 COMMAND_ENV = {"PAGER": "cat", "GIT_PAGER": "cat"}

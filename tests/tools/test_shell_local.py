@@ -15,7 +15,7 @@ from tool_fakes import Events, FakeEditor, make_context
 
 from acp_agent.messages import TerminalContent, TerminalStream, TextPart, ToolCallUpdated
 from acp_agent.tools import ToolContext
-from acp_agent.tools.local import OutputCapture
+from acp_agent.tools.local import OutputCapture, run_local_command
 from acp_agent.tools.shell import LOCAL_HEAD_BYTES, LOCAL_TAIL_BYTES, Shell, ShellParams
 
 pytestmark = pytest.mark.anyio
@@ -218,3 +218,26 @@ def test_output_capture_keeps_the_first_and_last_bytes() -> None:
     assert capture.total == 10
     assert capture.omitted == 3
     assert capture.text() == "abcd\n[... 3 bytes omitted ...]\nhij"
+
+
+async def test_local_commands_do_not_see_our_api_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    monkeypatch.setenv("ACP_TEST_VISIBLE", "plain")
+    result = await run_local_command(
+        ["bash", "-c", "env"],
+        cwd=tmp_path,
+        env={},
+        time_limit=10,
+        on_output=_ignore,
+        head_bytes=65536,
+        tail_bytes=65536,
+        stream_limit=0,
+    )
+    assert "ACP_TEST_VISIBLE=plain" in result.output
+    assert "sk-secret-value" not in result.output
+
+
+async def _ignore(text: str) -> None:
+    pass
