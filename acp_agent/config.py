@@ -15,7 +15,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"
 MODEL_ENV_VAR = "ACP_AGENT_MODEL"
@@ -37,26 +48,28 @@ class _Strict(BaseModel):
 class Prices(_Strict):
     """US dollars per million tokens."""
 
-    input: float = Field(ge=0, description="Uncached input tokens.")
-    output: float = Field(ge=0, description="Generated tokens, reasoning included.")
-    cache_read: float | None = Field(None, ge=0, description="Input tokens read from cache.")
-    cache_write: float | None = Field(None, ge=0, description="Input tokens written to cache.")
+    input: StrictFloat = Field(ge=0, description="Uncached input tokens.")
+    output: StrictFloat = Field(ge=0, description="Generated tokens, reasoning included.")
+    cache_read: StrictFloat | None = Field(None, ge=0, description="Input tokens read from cache.")
+    cache_write: StrictFloat | None = Field(
+        None, ge=0, description="Input tokens written to cache."
+    )
 
 
 class ModelConfig(_Strict):
     id: str = Field(min_length=1, description="The model name the vendor API expects.")
     name: str | None = Field(None, description="Display name in the editor's model picker.")
-    context_window: int = Field(
+    context_window: StrictInt = Field(
         DEFAULT_CONTEXT_WINDOW, gt=0, description="Tokens the model accepts in one request."
     )
-    max_output_tokens: int | None = Field(
+    max_output_tokens: StrictInt | None = Field(
         None, gt=0, description="Cap on generated tokens per model call; vendor default if unset."
     )
     api: Literal["chat", "responses"] = Field(
         "chat",
         description="OpenAI only: Chat Completions, or the Responses API (reasoning models).",
     )
-    reasoning: bool = Field(
+    reasoning: StrictBool = Field(
         False, description="The model accepts a reasoning effort / thinking budget."
     )
     thought_level: ThoughtLevel = Field(
@@ -70,15 +83,17 @@ class ModelConfig(_Strict):
 class RetryConfig(_Strict):
     """Retries of rate limits (429), overload (529), server errors (5xx) and lost connections."""
 
-    max_attempts: int = Field(
+    max_attempts: StrictInt = Field(
         5, ge=1, le=20, description="Tries per model call, the first included."
     )
-    max_total_seconds: float = Field(
+    max_total_seconds: StrictFloat = Field(
         120.0, gt=0, description="Give up when the next wait would pass this many seconds in all."
     )
-    initial_delay: float = Field(1.0, gt=0, description="Seconds before the first retry.")
-    max_delay: float = Field(30.0, gt=0, description="Longest single wait, retry-after included.")
-    min_retry_after: float = Field(
+    initial_delay: StrictFloat = Field(1.0, gt=0, description="Seconds before the first retry.")
+    max_delay: StrictFloat = Field(
+        30.0, gt=0, description="Longest single wait, retry-after included."
+    )
+    min_retry_after: StrictFloat = Field(
         0.5, ge=0, description="Floor for a server's retry-after, so 0 cannot cause a storm."
     )
 
@@ -89,7 +104,7 @@ class EchoProviderConfig(_Strict):
     type: Literal["echo"]
     models: tuple[ModelConfig, ...] = (ModelConfig(id="echo", context_window=32_768),)
     retry: RetryConfig = RetryConfig()
-    chunk_delay: float = Field(
+    chunk_delay: StrictFloat = Field(
         0.0, ge=0, le=10, description="Seconds between streamed words, to watch streaming."
     )
 
@@ -112,7 +127,7 @@ class OpenAIProviderConfig(_Strict):
         None, description="Environment variable holding the API key (preferred over api_key)."
     )
     api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
-    timeout: float = Field(600.0, gt=0, description="Seconds before a silent request fails.")
+    timeout: StrictFloat = Field(600.0, gt=0, description="Seconds before a silent request fails.")
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_completion_tokens",
         description="Request field that carries max_output_tokens (older servers: max_tokens).",
@@ -149,10 +164,10 @@ class AnthropicProviderConfig(_Strict):
         ),
     )
     api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
-    timeout: float = Field(600.0, gt=0, description="Seconds before a silent request fails.")
+    timeout: StrictFloat = Field(600.0, gt=0, description="Seconds before a silent request fails.")
     region: str | None = Field(None, description="Bedrock / Vertex region.")
     project_id: str | None = Field(None, description="Vertex only: the Google Cloud project.")
-    prompt_caching: bool = Field(
+    prompt_caching: StrictBool = Field(
         True, description="Mark system prompt, tools and history as cacheable."
     )
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
@@ -181,18 +196,42 @@ class AgentConfig(_Strict):
         None,
         description="'provider/model' used by new sessions; the first configured model if unset.",
     )
-    max_turn_requests: int = Field(
+    max_turn_requests: StrictInt = Field(
         50, gt=0, description="Model calls allowed in one prompt turn before it stops."
     )
     system_prompt: str | None = Field(None, description="Replaces the built-in system prompt.")
-    shell_timeout: float = Field(
+    shell_timeout: StrictFloat = Field(
         120.0, gt=0, le=86_400, description="Seconds a shell command may run before it is killed."
     )
     log_file: str | None = Field(None, description="Write logs here instead of stderr.")
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Least severe log messages written."
+    )
     providers: dict[str, ProviderConfig] = Field(min_length=1)
 
-    source: str = Field("built-in", exclude=True, description="Where this configuration came from.")
+    _source: str = PrivateAttr("built-in")
+
+    @property
+    def source(self) -> str:
+        """Where this configuration came from, for the log."""
+        return self._source
+
+    def from_source(self, source: str) -> AgentConfig:
+        self._source = source
+        return self
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _known_placeholders(cls, prompt: str | None) -> str | None:
+        if prompt is not None:
+            try:
+                prompt.format(cwd="", today="")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"cannot fill in {exc}: the placeholders are {{cwd}} and {{today}}; "
+                    "write {{ and }} for literal braces"
+                ) from None
+        return prompt
 
     @model_validator(mode="after")
     def _default_model_exists(self) -> AgentConfig:
@@ -242,7 +281,7 @@ def load_config_file(path: Path) -> AgentConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:
-        config = AgentConfig.model_validate({**data, "source": str(path)})
+        config = AgentConfig.model_validate(data).from_source(str(path))
     except ValidationError as exc:
         raise ConfigError(_describe_validation_error(path, exc)) from None
     return config
@@ -272,9 +311,9 @@ def config_from_env(env: Mapping[str, str]) -> AgentConfig:
         )
     if providers:
         keys = " and ".join(f"{name.upper()}_API_KEY" for name in providers)
-        return AgentConfig(providers=providers, source=f"environment ({keys})")
+        return AgentConfig(providers=providers).from_source(f"environment ({keys})")
     echo = EchoProviderConfig(type="echo")
-    return AgentConfig(providers={"echo": echo}, source="built-in echo (no API key found)")
+    return AgentConfig(providers={"echo": echo}).from_source("built-in echo (no API key found)")
 
 
 def _describe_validation_error(path: Path, exc: ValidationError) -> str:

@@ -1,0 +1,426 @@
+"""How fast a freshly started `acp-agent` answers an editor.
+
+Each run spawns a new agent process and drives it the way an editor does, sending every
+request the moment the previous answer arrives:
+
+    initialize  ->  session/new  ->  session/prompt "Say hello"  ->  first agent_message_chunk
+
+The prompt is answered by the local fake OpenAI-compatible server `tests/fake_llm.py`
+(`OPENAI_API_KEY=bench-key`, `OPENAI_BASE_URL=<fake>`), so no network is used. Reported per
+milestone: median and max of the time from spawn, over the measured runs, plus the agent's
+resident memory (VmRSS) right after `initialize` answered.
+
+    uv run python benchmarks/startup.py               # 10 runs of .venv/bin/acp-agent
+    uv run python benchmarks/startup.py --via both    # the console script and `python -m`
+    uv run python benchmarks/startup.py --check       # exit 1 if a target is missed
+
+Standard library only (plus the project, installed in the interpreter that runs this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import selectors
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TextIO
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_LLM = ROOT / "tests" / "fake_llm.py"
+CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "acp-agent"
+
+TARGETS_MS = {"initialize": 150.0, "first chunk": 1500.0}
+"""Median targets: an editor shows the agent as ready, and the first words of a reply."""
+
+RUN_TIMEOUT = 30.0
+PROMPT = "Say hello"
+INITIALIZE = {
+    "protocolVersion": 1,
+    "clientCapabilities": {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": True,
+    },
+    "clientInfo": {"name": "acp-agent-startup-benchmark", "version": "1"},
+}
+# Variables that would point the agent somewhere else than the fake server.
+SCRUBBED_ENV = ("ACP_AGENT_CONFIG", "ACP_AGENT_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+
+
+class BenchmarkError(Exception):
+    """A run that did not reach the first chunk; the message says where it stopped."""
+
+
+@dataclass
+class Run:
+    initialize: float
+    session_new: float
+    first_chunk: float
+    prompt_done: float
+    rss_kib: int | None
+    cpu_ms: float | None
+    """CPU time (user + system, all threads) the agent had used at the first chunk."""
+
+
+@dataclass
+class Series:
+    label: str
+    command: list[str]
+    runs: list[Run] = field(default_factory=list)
+
+
+# --- the fake LLM ---------------------------------------------------------------------------
+
+
+class FakeLLM:
+    """`python tests/fake_llm.py --port 0`, whose first stdout line is its base URL."""
+
+    def __init__(self, script: Path, log: TextIO) -> None:
+        if not script.is_file():
+            raise BenchmarkError(f"{script} not found (the fake OpenAI-compatible server)")
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), "--port", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = _read_line(self.process.stdout, timeout=15.0)
+        if not line.startswith("http"):
+            self.close()
+            raise BenchmarkError(f"{script} printed {line!r} instead of its base URL")
+        self.base_url = line.strip()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _read_line(stream: IO[str], timeout: float) -> str:
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise BenchmarkError(f"no output within {timeout:g}s")
+    return stream.readline()
+
+
+# --- one agent run --------------------------------------------------------------------------
+
+
+class AgentProcess:
+    """A spawned agent with newline-delimited JSON-RPC on its stdin and stdout."""
+
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path, log: TextIO) -> None:
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            cwd=cwd,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._stdin = self.process.stdin
+        self._stdout = self.process.stdout.fileno()
+        self._buffer = b""
+        self._next_id = 0
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._stdout, selectors.EVENT_READ)
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self._next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self._stdin.write(json.dumps(message).encode() + b"\n")
+        self._stdin.flush()
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        """The next message from the agent; requests to the client are refused on the way."""
+        while True:
+            message = self._next_message(deadline)
+            if "method" in message and "id" in message:
+                self._send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": -32601, "message": "not supported by the benchmark"},
+                    }
+                )
+                continue
+            return message
+
+    def _next_message(self, deadline: float) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0 or not self._selector.select(remaining):
+                raise BenchmarkError("timed out waiting for the agent")
+            chunk = os.read(self._stdout, 65536)
+            if not chunk:
+                raise BenchmarkError(f"the agent closed stdout (exit code {self.process.wait()})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        if not line.strip():
+            return self._next_message(deadline)
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            raise BenchmarkError(f"the agent wrote a non-JSON line: {line[:200]!r}") from None
+        if not isinstance(message, dict):
+            raise BenchmarkError(f"the agent wrote a non-object frame: {line[:200]!r}")
+        return message
+
+    def rss_kib(self) -> int | None:
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return None
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return None
+
+    def cpu_ms(self) -> float | None:
+        """User + system CPU time so far: less sensitive to a busy machine than wall time."""
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
+        return (utime + stime) * 1000 / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        """Close stdin as an editor does when it quits; kill the agent if it lingers."""
+        self._selector.close()
+        with contextlib.suppress(BrokenPipeError):
+            self._stdin.close()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _await_response(agent: AgentProcess, request_id: int, what: str, deadline: float) -> Any:
+    while True:
+        message = agent.receive(deadline)
+        if message.get("id") != request_id or "method" in message:
+            continue
+        if "error" in message:
+            raise BenchmarkError(f"{what} failed: {message['error']}")
+        return message.get("result")
+
+
+def measure_once(command: list[str], env: dict[str, str], cwd: Path, log: TextIO) -> Run:
+    agent = AgentProcess(command, env, cwd, log)
+    deadline = agent.started + RUN_TIMEOUT
+    try:
+        init_id = agent.request("initialize", INITIALIZE)
+        _await_response(agent, init_id, "initialize", deadline)
+        initialize = agent.elapsed_ms()
+        rss = agent.rss_kib()
+
+        new_id = agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+        session = _await_response(agent, new_id, "session/new", deadline)
+        session_new = agent.elapsed_ms()
+
+        prompt_id = agent.request(
+            "session/prompt",
+            {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": PROMPT}]},
+        )
+        first_chunk: float | None = None
+        cpu: float | None = None
+        while True:
+            message = agent.receive(deadline)
+            if message.get("method") == "session/update":
+                update = (message.get("params") or {}).get("update") or {}
+                if first_chunk is None and update.get("sessionUpdate") == "agent_message_chunk":
+                    first_chunk = agent.elapsed_ms()
+                    cpu = agent.cpu_ms()
+            elif message.get("id") == prompt_id:
+                if "error" in message:
+                    raise BenchmarkError(f"session/prompt failed: {message['error']}")
+                break
+        prompt_done = agent.elapsed_ms()
+        if first_chunk is None:
+            stop = (message.get("result") or {}).get("stopReason")
+            raise BenchmarkError(f"the prompt ended ({stop}) without an agent_message_chunk")
+        return Run(initialize, session_new, first_chunk, prompt_done, rss, cpu)
+    finally:
+        agent.close()
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def agent_commands(via: str) -> list[tuple[str, list[str]]]:
+    module = ("python -m acp_agent", [sys.executable, "-m", "acp_agent"])
+    script = (f"{CONSOLE_SCRIPT.relative_to(ROOT)}", [str(CONSOLE_SCRIPT)])
+    if via == "module":
+        return [module]
+    if not CONSOLE_SCRIPT.exists():
+        if via == "script":
+            raise BenchmarkError(f"{CONSOLE_SCRIPT} not found: run `uv sync` first")
+        print(f"note: {CONSOLE_SCRIPT} not found; measuring `python -m acp_agent` only")
+        return [module]
+    return [script] if via == "script" else [script, module]
+
+
+def agent_env(base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env.update(OPENAI_API_KEY="bench-key", OPENAI_BASE_URL=base_url, PYTHONUNBUFFERED="1")
+    return env
+
+
+def print_report(series: Series) -> bool:
+    """The table for one command; True when every target is met."""
+    runs = series.runs
+    print(f"\n{series.label}  ({len(runs)} runs; command: {' '.join(series.command)})")
+    header = f"  {'milestone (ms from spawn)':<28}{'median':>9}{'min':>9}{'max':>9}   target"
+    print(header)
+    print("  " + "-" * (len(header) - 2))
+    met = True
+    rows = [
+        ("initialize", [r.initialize for r in runs]),
+        ("session/new", [r.session_new for r in runs]),
+        ("first chunk", [r.first_chunk for r in runs]),
+        ("prompt answered", [r.prompt_done for r in runs]),
+    ]
+    for name, values in rows:
+        median = statistics.median(values)
+        target = TARGETS_MS.get(name)
+        verdict = ""
+        if target is not None:
+            ok = median <= target
+            met = met and ok
+            verdict = f"median <= {target:g} ms  {'ok' if ok else 'MISSED'}"
+        print(f"  {name:<28}{median:>9.1f}{min(values):>9.1f}{max(values):>9.1f}   {verdict}")
+    cpu = [r.cpu_ms for r in runs if r.cpu_ms is not None]
+    if cpu:
+        print(
+            f"  {'agent CPU at first chunk':<28}{statistics.median(cpu):>9.1f}"
+            f"{min(cpu):>9.1f}{max(cpu):>9.1f}   (ms of CPU, not wall time)"
+        )
+    rss = [r.rss_kib for r in runs if r.rss_kib is not None]
+    if rss:
+        print(
+            f"  {'RSS after initialize (MiB)':<28}{statistics.median(rss) / 1024:>9.1f}"
+            f"{min(rss) / 1024:>9.1f}{max(rss) / 1024:>9.1f}"
+        )
+    else:
+        print("  RSS after initialize: n/a (no /proc on this system)")
+    return met
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="measured runs per command")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="runs before measuring, not counted (default 1)"
+    )
+    parser.add_argument(
+        "--via",
+        choices=("script", "module", "both"),
+        default="script",
+        help="start .venv/bin/acp-agent (what editors run; the default), python -m acp_agent, "
+        "or both",
+    )
+    parser.add_argument(
+        "--agent-log", type=Path, help="file for the agents' stderr (default: a temporary file)"
+    )
+    parser.add_argument("--fake-llm", type=Path, default=FAKE_LLM, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="also print every run as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be at least 1 and --warmup at least 0")
+
+    log_path = args.agent_log or Path(tempfile.gettempdir()) / "acp-agent-startup-bench.log"
+    try:
+        with (
+            open(log_path, "w", encoding="utf-8") as log,
+            tempfile.TemporaryDirectory(prefix="acp-bench-") as workdir,
+        ):
+            series = run_all(args, log, Path(workdir))
+    except BenchmarkError as exc:
+        print(f"benchmark failed: {exc} (agent stderr: {log_path})", file=sys.stderr)
+        return 2
+
+    print(f"\nacp-agent start-up, prompt {PROMPT!r} answered by {args.fake_llm.name}")
+    print(f"python {sys.version.split()[0]}, {_machine_load()}")
+    if args.warmup:
+        print(f"{args.warmup} warm-up run(s) before measuring, not counted")
+    met = all([print_report(s) for s in series])
+    print(
+        f"\ntargets: initialize median <= {TARGETS_MS['initialize']:g} ms, "
+        f"first chunk median <= {TARGETS_MS['first chunk'] / 1000:g} s: "
+        f"{'met' if met else 'MISSED'}"
+    )
+    print(f"agent stderr: {log_path}")
+    if args.json:
+        print(
+            json.dumps(
+                {s.label: [vars(r) for r in s.runs] for s in series},
+                indent=2,
+            )
+        )
+    return 1 if args.check and not met else 0
+
+
+def _machine_load() -> str:
+    """Timings on a busy machine are not comparable: say how busy it was."""
+    cpus = os.cpu_count() or 0
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return f"{cpus} CPUs"
+    return f"{cpus} CPUs, load average {one:.2f} (1 min) {five:.2f} (5 min)"
+
+
+def run_all(args: argparse.Namespace, log: TextIO, workdir: Path) -> list[Series]:
+    fake = FakeLLM(args.fake_llm, log)
+    try:
+        env = agent_env(fake.base_url)
+        all_series = []
+        for label, command in agent_commands(args.via):
+            series = Series(label, command)
+            for number in range(args.warmup + args.runs):
+                log.write(f"\n===== {label}: run {number + 1} =====\n")
+                log.flush()
+                try:
+                    run = measure_once(command, env, workdir, log)
+                except BenchmarkError as exc:
+                    raise BenchmarkError(f"{label}, run {number + 1}: {exc}") from None
+                if number >= args.warmup:
+                    series.runs.append(run)
+            all_series.append(series)
+        return all_series
+    finally:
+        fake.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
