@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .config import ThoughtLevel
 from .messages import (
+    INVALID_JSON_KEY,
     Location,
     Message,
     MessageChunk,
@@ -283,8 +284,8 @@ def _describe_retry(notice: RetryNotice) -> str:
 
 
 def _parse_arguments(tool: Tool[Any], call: ToolCallPart) -> Any:
-    if "_invalid_json" in call.arguments:
-        raw = call.arguments["_invalid_json"]
+    if INVALID_JSON_KEY in call.arguments:
+        raw = call.arguments[INVALID_JSON_KEY]
         raise ToolFailed(f"The arguments for {tool.name} were not valid JSON: {raw!r}")
     try:
         return tool.params_model.model_validate(call.arguments)

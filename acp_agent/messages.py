@@ -37,6 +37,10 @@ class ThinkingPart:
     """Vendor-only data the vendor needs back on the next request (e.g. a signature)."""
 
 
+INVALID_JSON_KEY = "_invalid_json"
+"""Tool arguments that were not a JSON object arrive as {INVALID_JSON_KEY: raw text}."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallPart:
     id: str

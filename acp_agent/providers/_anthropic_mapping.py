@@ -14,7 +14,6 @@ guarantees:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, assert_never
@@ -40,10 +39,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from .base import ModelRequest
-
-INVALID_JSON_KEY = "_invalid_json"
-"""Tool input that was not a JSON object arrives as {INVALID_JSON_KEY: raw text}."""
+from .base import ModelRequest, parse_tool_arguments
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -400,7 +396,7 @@ class EventMapper:
         tool = self._tools.pop(event.index, None)
         if tool is not None:
             raw = "".join(tool.fragments)
-            arguments = _parse_arguments(raw) if raw.strip() else tool.initial
+            arguments = parse_tool_arguments(raw) if raw.strip() else tool.initial
             yield ToolCallEnd(ToolCallPart(id=tool.id, name=tool.name, arguments=arguments))
 
     def _on_message_delta(self, event: api.RawMessageDeltaEvent) -> None:
@@ -419,11 +415,3 @@ class EventMapper:
         reason = _STOP_REASONS.get(self._stop_reason or "", "end_turn")
         # "tool_use" without a single call would leave the engine nothing to run.
         return "end_turn" if reason == "tool_use" and not self._calls else reason
-
-
-def _parse_arguments(raw: str) -> dict[str, Any]:
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        return {INVALID_JSON_KEY: raw}
-    return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}

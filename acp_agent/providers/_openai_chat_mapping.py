@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import assert_never
 
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
@@ -47,9 +47,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-
-INVALID_JSON_KEY = "_invalid_json"
-"""Arguments that were not a JSON object arrive as {INVALID_JSON_KEY: raw text}."""
+from .base import parse_tool_arguments
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS: dict[str, ModelStopReason] = {
@@ -204,7 +202,7 @@ class ChunkMapper:
         for call in self._calls:
             if not call.started:
                 yield ToolCallStart(id=call.id, name=call.name)
-            arguments = parse_arguments("".join(call.fragments))
+            arguments = parse_tool_arguments("".join(call.fragments))
             yield ToolCallEnd(ToolCallPart(id=call.id, name=call.name, arguments=arguments))
         if self._usage is not None:
             yield self._usage
@@ -273,14 +271,3 @@ def _usage(usage: CompletionUsage) -> Usage:
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )
-
-
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Streamed argument text as an object; what is not a JSON object arrives raw."""
-    if not raw.strip():
-        return {}  # servers send nothing at all for a tool without parameters
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        return {INVALID_JSON_KEY: raw}
-    return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}

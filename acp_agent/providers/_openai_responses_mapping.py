@@ -67,7 +67,8 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from ._openai_chat_mapping import UnsupportedPart, parse_arguments
+from ._openai_chat_mapping import UnsupportedPart
+from .base import parse_tool_arguments
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""
@@ -347,7 +348,9 @@ class ResponseEventMapper:
         if raw and not call.fragments:
             yield ToolCallArgsDelta(id=call.id, delta=raw)
         self._ended_calls += 1
-        yield ToolCallEnd(ToolCallPart(id=call.id, name=call.name, arguments=parse_arguments(raw)))
+        yield ToolCallEnd(
+            ToolCallPart(id=call.id, name=call.name, arguments=parse_tool_arguments(raw))
+        )
 
     def _reasoning_done(self, index: int, item: ResponseReasoningItem) -> Iterator[StreamEvent]:
         # The summary was streamed already, unless the server sends it only whole.

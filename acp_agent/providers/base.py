@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from ..messages import Message, StreamEvent, ToolSpec
+from ..messages import INVALID_JSON_KEY, Message, StreamEvent, ToolSpec
+
+
+def parse_tool_arguments(raw: str) -> dict[str, Any]:
+    """Streamed argument text as an object; what is not a JSON object arrives raw, so the
+    engine can tell the model its arguments did not parse."""
+    if not raw.strip():
+        return {}  # servers send nothing at all for a tool without parameters
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        return {INVALID_JSON_KEY: raw}
+    return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}
 
 
 @dataclass(frozen=True, slots=True)
