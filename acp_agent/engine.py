@@ -211,6 +211,19 @@ class Turn:
         context = replace(self.context, tool_call_id=call.id, emit=self.host.emit)
         title = tool.title(params, context)
         await self._announce(call, title, tool.kind, tool.locations(params, context))
+        try:
+            return await self._permit_and_run(call, tool, params, context, title)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled while asking or running: the call must not stay pending on screen.
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await self.host.emit(
+                    ToolCallUpdated(call.id, status="failed", content=(TextPart("Cancelled."),))
+                )
+            raise
+
+    async def _permit_and_run(
+        self, call: ToolCallPart, tool: Tool[Any], params: Any, context: ToolContext, title: str
+    ) -> ToolResultPart:
         verdict = decide(tool, params, context, self.mode, self.memory)
         if verdict == "reject":
             return await self._fail(call, "The user chose to always reject calls like this.")
@@ -240,12 +253,6 @@ class Turn:
             # and the turn goes on.
             log.exception("tool %s failed", tool.name)
             return await self._fail(call, f"{tool.name} failed: {type(exc).__name__}: {exc}")
-        except anyio.get_cancelled_exc_class():
-            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                await self.host.emit(
-                    ToolCallUpdated(call.id, status="failed", content=(TextPart("Cancelled."),))
-                )
-            raise
         await self.host.emit(
             ToolCallUpdated(
                 call.id,

@@ -1,0 +1,814 @@
+"""A fake OpenAI-compatible Chat Completions server for end-to-end tests and benchmarks.
+
+Standard library only. It serves `POST /v1/chat/completions` (streaming and not) and
+`GET /v1/models` on 127.0.0.1, frames streams exactly like OpenAI (HTTP/1.1 chunked,
+`data: {chat.completion.chunk}\\n\\n` events, a usage chunk with empty `choices` when
+`stream_options.include_usage` is set, then `data: [DONE]\\n\\n`), and records every request.
+
+Behaviour is scripted by directives in the text of the LAST user message, so a test needs
+no setup beyond writing its prompt:
+
+    (none)                 stream "Fake reply to: <prompt without directives>" word by word
+    [[tool NAME {json}]]   stream a call of tool NAME with those arguments (split over several
+                           deltas), finish_reason "tool_calls"; several directives make
+                           parallel calls
+    [[slow SECONDS]]       wait SECONDS between deltas (also applies to tool follow-ups)
+    [[deltas N]]           stream N one-word deltas ("w0 ", "w1 ", ...) as fast as possible
+    [[status CODE]]        answer HTTP CODE (401, 429, 500, ...) with an OpenAI-shaped error
+                           body; a 401 message quotes the presented key, as OpenAI's does;
+                           a 429 carries `retry-after: 1`
+    [[status CODE N]]      the same for the first N requests of this exact conversation only,
+                           then answer normally (a transient failure, to test retries)
+    [[retry-after S]]      send `retry-after: S` with a scripted error
+    [[drop]]               stream two deltas, then close the connection mid-body (no
+                           finish_reason, no [DONE], no terminating HTTP chunk)
+    [[length]]             stream the reply, then finish_reason "length"
+
+When the request's last message is a `tool` message, the reply is instead
+"Tool result: <first 200 characters of the tool content>" (one line per trailing tool
+message), so a scripted tool call never loops; only [[slow]] still applies.
+
+Like OpenAI, it answers 400 when the conversation is malformed: a tool message that answers
+no pending call, or an assistant tool call left without its tool message.
+
+In process:
+
+    with FakeLLM() as fake:
+        ...  # point the client at fake.base_url ("http://127.0.0.1:PORT/v1")
+        fake.requests          # request bodies, in arrival order
+        fake.exchanges         # the same with headers, outcome, disconnect time
+        fake.wait_for_disconnect(timeout=1.0)
+
+From a shell (benchmarks): `python tests/fake_llm.py [--port 0]` prints
+`http://127.0.0.1:PORT/v1` as its first stdout line and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import secrets
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Exchange",
+    "FakeLLM",
+    "Script",
+    "fake_reply",
+    "last_user_text",
+    "parse_script",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+TOOL_RESULT_CHARS = 200
+REPLY_PREFIX = "Fake reply to: "
+TOOL_RESULT_PREFIX = "Tool result: "
+# A slow stream waits on the socket, so a client hanging up is noticed at once; this bounds
+# one wait, and the nap taken when the client sent bytes instead of hanging up.
+_WAIT_SECONDS = 0.1
+_NAP_SECONDS = 0.005
+
+_DIRECTIVE = re.compile(r"\[\[(tool|slow|deltas|status|retry-after|drop|length)\b")
+_SIMPLE = re.compile(
+    r"\[\[(?:slow\s+(?P<slow>\d+(?:\.\d*)?|\.\d+)"
+    r"|deltas\s+(?P<deltas>\d+)"
+    r"|status\s+(?P<status>\d{3})(?:\s+(?P<times>\d+))?"
+    r"|retry-after\s+(?P<retry_after>\d+(?:\.\d*)?|\.\d+)"
+    r"|(?P<drop>drop)"
+    r"|(?P<length>length))\s*\]\]"
+)
+_TOOL_HEAD = re.compile(r"\[\[tool\s+(?P<name>[^\s\]]+)\s*")
+
+
+# --- scripts ------------------------------------------------------------------------------
+
+
+@dataclass
+class Script:
+    """What the directives in one prompt ask for."""
+
+    text: str = ""
+    """The prompt with its directives removed."""
+    tools: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    slow: float = 0.0
+    deltas: int | None = None
+    status: int | None = None
+    status_times: int | None = None
+    """Fail only the first `status_times` sends of the conversation; None: always."""
+    retry_after: str | None = None
+    drop: bool = False
+    length: bool = False
+
+
+def parse_script(prompt: str) -> Script:
+    """The directives in `prompt`; malformed ones stay in the text."""
+    script = Script()
+    kept: list[str] = []
+    position = 0
+    decoder = json.JSONDecoder()
+    while True:
+        found = _DIRECTIVE.search(prompt, position)
+        if found is None:
+            kept.append(prompt[position:])
+            break
+        start = found.start()
+        kept.append(prompt[position:start])
+        if found.group(1) == "tool":
+            end = _parse_tool(prompt, start, decoder, script)
+        else:
+            end = _parse_simple(prompt, start, script)
+        if end is None:  # not a directive after all: keep the text
+            kept.append(prompt[start : start + 2])
+            end = start + 2
+        position = end
+    script.text = " ".join("".join(kept).split())
+    return script
+
+
+def _parse_simple(prompt: str, start: int, script: Script) -> int | None:
+    simple = _SIMPLE.match(prompt, start)
+    if simple is None:
+        return None
+    if simple.group("slow") is not None:
+        script.slow = float(simple.group("slow"))
+    elif simple.group("deltas") is not None:
+        script.deltas = int(simple.group("deltas"))
+    elif simple.group("status") is not None:
+        script.status = int(simple.group("status"))
+        if simple.group("times") is not None:
+            script.status_times = int(simple.group("times"))
+    elif simple.group("retry_after") is not None:
+        script.retry_after = simple.group("retry_after")
+    elif simple.group("drop"):
+        script.drop = True
+    else:
+        script.length = True
+    return simple.end()
+
+
+def _parse_tool(prompt: str, start: int, decoder: json.JSONDecoder, script: Script) -> int | None:
+    head = _TOOL_HEAD.match(prompt, start)
+    if head is None:
+        return None
+    position = head.end()
+    arguments: dict[str, Any] = {}
+    if prompt.startswith("{", position):
+        try:
+            value, position = decoder.raw_decode(prompt, position)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        arguments = value
+    closing = re.compile(r"\s*\]\]").match(prompt, position)
+    if closing is None:
+        return None
+    script.tools.append((head.group("name"), arguments))
+    return closing.end()
+
+
+def fake_reply(prompt: str) -> str:
+    """The text the server streams for a prompt without tool, status or deltas directives."""
+    return REPLY_PREFIX + parse_script(prompt).text
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return message_text(message)
+    return ""
+
+
+def _conversation_problem(messages: Any) -> str | None:
+    """What OpenAI would reject in this message list, or None."""
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array."
+    pending: list[str] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"Invalid type for 'messages[{index}]': expected an object."
+        role = message.get("role")
+        if role not in ("system", "developer", "user", "assistant", "tool"):
+            return f"Invalid value: '{role}'. Supported values are: 'system', 'user', ..."
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            pending.remove(call_id)
+            continue
+        if pending:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}"
+            )
+        if role == "assistant":
+            pending = [call.get("id") for call in message.get("tool_calls") or []]
+    if pending:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(pending)}"
+        )
+    return None
+
+
+# --- recording ----------------------------------------------------------------------------
+
+
+@dataclass
+class Exchange:
+    """One request and what became of it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    status: int | None = None
+    outcome: str = "pending"
+    """pending | completed | error | dropped (our [[drop]]) | disconnected (client went away)."""
+    disconnected_at: float | None = None
+
+    @property
+    def disconnected(self) -> bool:
+        return self.outcome == "disconnected"
+
+
+class _ClientGone(Exception):
+    """The client closed the connection while we were answering."""
+
+
+class FakeLLM:
+    """The server in a background thread; a context manager."""
+
+    def __init__(self, host: str = DEFAULT_HOST, port: int = 0, *, verbose: bool = False) -> None:
+        self._address = (host, port)
+        self.verbose = verbose
+        self.exchanges: list[Exchange] = []
+        self._sends: dict[str, int] = {}
+        self._changed = threading.Condition()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> FakeLLM:
+        if self._server is None:
+            self._server = _Server(self._address, _Handler, self)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="fake-llm",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the fake LLM server is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._address[0]}:{self.port}/v1"
+
+    # what was seen
+
+    @property
+    def requests(self) -> list[Any]:
+        """Bodies of the chat completion requests, in arrival order."""
+        with self._changed:
+            return [e.body for e in self.exchanges if e.path.endswith("/chat/completions")]
+
+    def clear(self) -> None:
+        with self._changed:
+            self.exchanges.clear()
+            self._sends.clear()
+
+    def wait_for(self, predicate: Callable[[list[Exchange]], Any], timeout: float = 5.0) -> Any:
+        """The first truthy `predicate(exchanges)` within `timeout` seconds, else None."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                result = predicate(self.exchanges)
+                remaining = deadline - time.monotonic()
+                if result or remaining <= 0:
+                    return result or None
+                self._changed.wait(remaining)
+
+    def wait_for_disconnect(self, timeout: float = 5.0) -> Exchange | None:
+        """The first exchange whose client hung up mid-answer, waiting up to `timeout`."""
+        return self.wait_for(
+            lambda exchanges: next((e for e in exchanges if e.disconnected), None), timeout
+        )
+
+    # used by the handler
+
+    def _record(self, exchange: Exchange) -> None:
+        with self._changed:
+            self.exchanges.append(exchange)
+            self._changed.notify_all()
+
+    def _should_fail(self, body: dict[str, Any], script: Script) -> bool:
+        """Whether a scripted error applies to this send of the conversation."""
+        if script.status_times is None:
+            return True
+        key = json.dumps(body.get("messages"), sort_keys=True)
+        with self._changed:
+            sent = self._sends[key] = self._sends.get(key, 0) + 1
+        return sent <= script.status_times
+
+    def _finish(self, exchange: Exchange, outcome: str) -> None:
+        with self._changed:
+            exchange.outcome = outcome
+            exchange.ended = time.monotonic()
+            if outcome == "disconnected":
+                exchange.disconnected_at = exchange.ended
+            self._changed.notify_all()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], handler: type, fake: FakeLLM) -> None:
+        self.fake = fake
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that vanished between requests is no error worth a traceback.
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as the real API
+    server_version = "fake-openai/1.0"
+    sys_version = ""
+    timeout = 60  # an idle keep-alive connection is dropped after this
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # Each event goes out as it is written, as from a real API server (no Nagle delay).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.fake.verbose:
+            sys.stderr.write(f"fake-llm: {format % args}\n")
+
+    # routes
+
+    def do_GET(self) -> None:
+        exchange = self._begin(body=None)
+        if self.path.rstrip("/").endswith("/models"):
+            models = {
+                "object": "list",
+                "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}],
+            }
+            self._send_json(exchange, 200, models)
+        else:
+            self._send_json(exchange, 404, self._not_found())
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = raw.decode("utf-8", "replace")
+        exchange = self._begin(body)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(exchange, 404, self._not_found())
+            return
+        if not isinstance(body, dict):
+            self._send_json(
+                exchange,
+                400,
+                _error_body(
+                    "We could not parse the JSON body of your request.",
+                    "invalid_request_error",
+                ),
+            )
+            return
+        try:
+            self._chat(exchange, body)
+        except _ClientGone:
+            self.close_connection = True
+            self.server.fake._finish(exchange, "disconnected")
+
+    def _begin(self, body: Any) -> Exchange:
+        exchange = Exchange(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+        )
+        self.server.fake._record(exchange)
+        return exchange
+
+    def _not_found(self) -> dict[str, Any]:
+        return _error_body(f"Invalid URL ({self.command} {self.path})", "invalid_request_error")
+
+    # chat completions
+
+    def _chat(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        problem = _conversation_problem(body.get("messages"))
+        if problem is not None or not body.get("model"):
+            message = problem or "you must provide a model parameter"
+            self._send_json(
+                exchange, 400, _error_body(message, "invalid_request_error", param="messages")
+            )
+            return
+        messages = body["messages"]
+        script = parse_script(last_user_text(body))
+        if messages[-1].get("role") == "tool":
+            trailing: list[str] = []
+            for message in reversed(messages):
+                if message.get("role") != "tool":
+                    break
+                trailing.insert(0, message_text(message))
+            text = "\n".join(
+                TOOL_RESULT_PREFIX + content[:TOOL_RESULT_CHARS] for content in trailing
+            )
+            script = Script(text=text, slow=script.slow)
+            deltas = _words(text)
+        elif script.status is not None and self.server.fake._should_fail(body, script):
+            self._send_status(exchange, script.status, body, script.retry_after)
+            return
+        elif script.deltas is not None:
+            deltas = [f"w{i} " for i in range(script.deltas)]
+        else:
+            deltas = [] if script.tools else _words(REPLY_PREFIX + script.text)
+        tool_calls = [] if messages[-1].get("role") == "tool" else script.tools
+        if script.drop:
+            deltas = [*deltas, "more ", "words "][:2]
+        finish = "tool_calls" if tool_calls else "length" if script.length else "stop"
+        completion = _Completion(body, deltas, tool_calls, finish)
+        if body.get("stream"):
+            self._stream(exchange, completion, script)
+        else:
+            self._whole(exchange, completion, script)
+
+    def _stream(self, exchange: Exchange, completion: _Completion, script: Script) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self._common_headers()
+        self.end_headers()
+        exchange.status = 200
+        first = True
+        for chunk in completion.chunks(drop=script.drop):
+            if not first and script.slow:
+                self._pause(script.slow)
+            first = False
+            self._write_chunk(b"data: " + _dumps(chunk) + b"\n\n")
+        if script.drop:
+            self.close_connection = True  # no terminating chunk: the body is cut short
+            self.server.fake._finish(exchange, "dropped")
+            return
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write(b"0\r\n\r\n")
+        self.server.fake._finish(exchange, "completed")
+
+    def _whole(self, exchange: Exchange, completion: _Completion, script: Script) -> None:
+        if script.slow:
+            self._pause(script.slow)
+        if script.drop:
+            payload = _dumps(completion.whole())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self._common_headers()
+            self.end_headers()
+            self._write(payload[: len(payload) // 2])
+            self.close_connection = True
+            self.server.fake._finish(exchange, "dropped")
+            return
+        self._send_json(exchange, 200, completion.whole())
+
+    def _send_status(
+        self, exchange: Exchange, status: int, body: dict[str, Any], retry_after: str | None
+    ) -> None:
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        model = body.get("model", "")
+        match status:
+            case 401:
+                error = _error_body(
+                    f"Incorrect API key provided: {key}. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    "invalid_request_error",
+                    code="invalid_api_key",
+                )
+            case 403:
+                error = _error_body(
+                    "You are not allowed to sample from this model", "invalid_request_error"
+                )
+            case 404:
+                error = _error_body(
+                    f"The model `{model}` does not exist or you do not have access to it.",
+                    "invalid_request_error",
+                    code="model_not_found",
+                )
+            case 429:
+                error = _error_body(
+                    f"Rate limit reached for {model} in organization org-fake on tokens per "
+                    "min (TPM): Limit 30000, Used 30000, Requested 1000. Please try again in "
+                    "2s.",
+                    "tokens",
+                    code="rate_limit_exceeded",
+                )
+            case 500:
+                error = _error_body(
+                    "The server had an error while processing your request. Sorry about that!",
+                    "server_error",
+                )
+            case 503:
+                error = _error_body(
+                    "The engine is currently overloaded, please try again later.",
+                    "server_error",
+                )
+            case _:
+                error = _error_body(f"Scripted error (HTTP {status}).", "server_error")
+        if retry_after is None and status == 429:
+            retry_after = "1"
+        headers = {} if retry_after is None else {"retry-after": retry_after}
+        self._send_json(exchange, status, error, headers)
+
+    # writing
+
+    def _common_headers(self) -> None:
+        self.send_header("x-request-id", f"req_{secrets.token_hex(16)}")
+        self.send_header("openai-processing-ms", "7")
+        self.send_header("openai-version", "2020-10-01")
+
+    def _send_json(
+        self,
+        exchange: Exchange,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        data = _dumps(payload)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self._common_headers()
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self._write(data)
+        except _ClientGone:
+            self.close_connection = True
+            self.server.fake._finish(exchange, "disconnected")
+            return
+        exchange.status = status
+        self.server.fake._finish(exchange, "completed" if status < 400 else "error")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self._write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError) as exc:
+            raise _ClientGone() from exc
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, but notice at once when the client closes the connection meanwhile."""
+        deadline = time.monotonic() + seconds
+        connection: socket.socket = self.connection
+        while (remaining := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([connection], [], [], min(remaining, _WAIT_SECONDS))
+            if readable:
+                try:
+                    peeked = connection.recv(1, socket.MSG_PEEK)
+                except (ConnectionError, OSError) as exc:
+                    raise _ClientGone() from exc
+                if not peeked:
+                    raise _ClientGone()
+                time.sleep(min(remaining, _NAP_SECONDS))  # bytes, not a hang-up
+
+
+# --- payloads -----------------------------------------------------------------------------
+
+
+class _Completion:
+    """One scripted answer, as stream chunks or as one whole response."""
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        deltas: list[str],
+        tool_calls: list[tuple[str, dict[str, Any]]],
+        finish: str,
+    ) -> None:
+        self.id = f"chatcmpl-{secrets.token_urlsafe(21)[:29]}"
+        self.created = int(time.time())
+        self.model = str(request.get("model"))
+        self.deltas = deltas
+        self.calls = [
+            (f"call_{secrets.token_urlsafe(18)[:24]}", name, json.dumps(arguments))
+            for name, arguments in tool_calls
+        ]
+        self.finish = finish
+        options = request.get("stream_options")
+        self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        self.prompt_tokens = max(1, len(json.dumps(request.get("messages"))) // 4)
+        self.completion_tokens = len(deltas) + sum(
+            max(1, len(args) // 4) for _, _, args in self.calls
+        )
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        chunk: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if self.include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def chunks(self, *, drop: bool = False) -> Iterator[dict[str, Any]]:
+        if self.calls and not self.deltas:
+            opening: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        else:
+            opening = {"role": "assistant", "content": "", "refusal": None}
+        yield self._chunk(opening)
+        for text in self.deltas:
+            yield self._chunk({"content": text})
+        if drop:
+            return  # cut short: no tool calls, no finish_reason, no usage
+        for index, (call_id, name, arguments) in enumerate(self.calls):
+            head = {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            yield self._chunk({"tool_calls": [head]})
+            for piece in _split(arguments):
+                yield self._chunk(
+                    {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                )
+        yield self._chunk({}, self.finish)
+        if self.include_usage:
+            yield {
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "service_tier": "default",
+                "system_fingerprint": "fp_fake",
+                "choices": [],
+                "usage": self._usage(),
+            }
+
+    def whole(self) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.deltas) if self.deltas or not self.calls else None,
+            "refusal": None,
+            "annotations": [],
+        }
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+                for call_id, name, args in self.calls
+            ]
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": self.finish}
+            ],
+            "usage": self._usage(),
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
+        }
+
+    def _usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        }
+
+
+def _error_body(
+    message: str, kind: str, *, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _words(text: str) -> list[str]:
+    """Word-sized deltas that join back to `text` exactly."""
+    pieces = re.findall(r"\s*\S+", text)
+    trailing = text[len("".join(pieces)) :]
+    if trailing:
+        pieces.append(trailing)
+    return pieces or [text]
+
+
+def _split(arguments: str) -> list[str]:
+    """The argument JSON in at least two pieces, cut mid-token as real streams do."""
+    size = max(1, -(-len(arguments) // 4))
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# --- CLI ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Fake OpenAI-compatible server; prints its base URL, serves until killed."
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    args = parser.parse_args(argv)
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with FakeLLM(args.host, args.port, verbose=args.verbose) as fake:
+        print(fake.base_url, flush=True)
+        while not stop.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
