@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .config import AgentConfig
 from .engine import Turn, TurnSettings
@@ -50,8 +51,10 @@ class Agent:
         client: ClientProxy,
         env: Mapping[str, str],
         encoder: Encoder | None = None,
+        background: TaskGroup | None = None,
     ) -> None:
         self._config = config
+        self._background = background
         self._encoder = encoder
         self._client = client
         self._env = env
@@ -272,6 +275,7 @@ class Agent:
                 state=session.tool_state,
                 shell_timeout=self._config.shell_timeout,
                 client_shows_terminal_stream=self._client.capabilities.terminal_output_meta,
+                background=self._background,
             ),
             host=_SessionHost(self._client, session.id),
             meter=session.usage,

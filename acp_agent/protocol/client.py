@@ -168,13 +168,22 @@ def _client_failures(action: str) -> Iterator[None]:
     try:
         yield
     except RpcError as exc:
-        raise ToolFailed(f"the editor could not {action}: {exc.message}") from None
+        raise ToolFailed(f"the editor could not {action}: {_reason(exc)}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "reply"
         raise ToolFailed(
             f"the editor could not {action}: malformed reply ({where}: {first['msg']})"
         ) from None
+
+
+def _reason(error: RpcError) -> str:
+    """The client's message plus the detail clients put in `data` (acpx: `data.details`)."""
+    data = error.data
+    detail = data.get("details") or data.get("message") if isinstance(data, dict) else data
+    if isinstance(detail, str) and detail and detail not in error.message:
+        return f"{error.message}: {detail}"
+    return error.message
 
 
 def _permission_options(always_scope: str | None) -> list[tuple[Decision, str]]:

@@ -117,7 +117,7 @@ class AcpServer:
             from .client import ClientProxy
 
             client = ClientProxy(self._endpoint, self._handshake.client)
-            self._agent = Agent(config, client, self._env, encoder)
+            self._agent = Agent(config, client, self._env, encoder, self._background)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")

@@ -24,12 +24,22 @@ GIT_TIMEOUT_SECONDS = 30.0
 def list_files(root: Path, check: Callable[[], None] = lambda: None) -> Iterator[Path]:
     """Absolute paths of the regular files under `root`, ignored ones left out.
 
+    A symlink whose target lies outside `root` is left out too: reading through it would
+    escape the roots without the permission a direct path outside them needs.
     `check` is called now and then; it may raise to stop the listing (cancellation).
     """
+    real_root = root.resolve()
     listed = _git_files(root)
     if listed is None:
-        yield from _walk(root, check)
-        return
+        candidates: Iterator[Path] = _walk(root, check)
+    else:
+        candidates = _from_index(root, listed, check)
+    for path in candidates:
+        if not path.is_symlink() or path.resolve().is_relative_to(real_root):
+            yield path
+
+
+def _from_index(root: Path, listed: list[str], check: Callable[[], None]) -> Iterator[Path]:
     for count, relative in enumerate(listed):
         if count % 1000 == 0:
             check()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 from ..messages import (
@@ -114,6 +115,8 @@ class ToolContext:
     client_shows_terminal_stream: bool = False
     """The client renders `TerminalStream` updates as a terminal (Zed's `_meta.terminal_output`
     extension): local command output is then shown there rather than as text."""
+    background: TaskGroup | None = None
+    """The connection's task group: cleanup that must outlive a cancelled turn runs here."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""

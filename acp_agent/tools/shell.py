@@ -31,6 +31,7 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
+from anyio.abc import TaskGroup
 from pydantic import Field
 
 from ..messages import (
@@ -165,7 +166,7 @@ def _working_directory(params: ShellParams, ctx: ToolContext) -> Path:
 
 async def _run_in_editor(command: str, cwd: Path, time_limit: float, ctx: ToolContext) -> _Finished:
     editor = ctx.editor
-    terminal_id = await _create_terminal(editor, command, cwd)
+    terminal_id = await _create_terminal(editor, command, cwd, ctx.background)
     try:
         # A cancel that arrived while the terminal was being created lands here, where the
         # terminal is killed and released rather than left running in the editor.
@@ -202,16 +203,65 @@ async def _run_in_editor(command: str, cwd: Path, time_limit: float, ctx: ToolCo
     )
 
 
-async def _create_terminal(editor: Editor, command: str, cwd: Path) -> str:
-    """Start the command; shielded, so a cancel cannot leave a terminal we hold no id for."""
-    terminal_id: str | None = None
-    with anyio.move_on_after(CREATE_SECONDS, shield=True):
-        terminal_id = await editor.create_terminal(
-            "bash", ["-c", command], str(cwd), COMMAND_ENV, OUTPUT_BYTE_LIMIT
-        )
-    if terminal_id is None:
-        raise ToolFailed(f"the editor did not start a terminal within {CREATE_SECONDS:g} s")
+async def _create_terminal(
+    editor: Editor, command: str, cwd: Path, background: TaskGroup | None
+) -> str:
+    """Start the command in an editor terminal.
+
+    A cancel must neither wait for a slow editor nor leave a terminal we hold no id for: the
+    request runs in the connection's `background` group, and a terminal that arrives after
+    we stopped waiting is killed and released there. Without that group the request is
+    shielded instead (bounded by CREATE_SECONDS).
+    """
+    creation = _TerminalCreation(editor, command, cwd)
+    if background is not None:
+        background.start_soon(creation.run)
+        return await creation.wait_for_id(run_here=False)
+    with anyio.CancelScope(shield=True):
+        terminal_id = await creation.wait_for_id(run_here=True)
     return terminal_id
+
+
+class _TerminalCreation:
+    def __init__(self, editor: Editor, command: str, cwd: Path) -> None:
+        self._editor = editor
+        self._command = command
+        self._cwd = cwd
+        self._done = anyio.Event()
+        self._terminal_id: str | None = None
+        self._failure: Exception | None = None
+        self._abandoned = False
+
+    async def run(self) -> None:
+        try:
+            terminal_id = await self._editor.create_terminal(
+                "bash", ["-c", self._command], str(self._cwd), COMMAND_ENV, OUTPUT_BYTE_LIMIT
+            )
+        except Exception as exc:
+            self._failure = exc
+        else:
+            if self._abandoned:
+                with anyio.move_on_after(CLEANUP_SECONDS):
+                    await _quietly("kill", self._editor.kill_terminal(terminal_id))
+                    await _quietly("release", self._editor.release_terminal(terminal_id))
+            self._terminal_id = terminal_id
+        finally:
+            self._done.set()
+
+    async def wait_for_id(self, *, run_here: bool) -> str:
+        try:
+            with anyio.move_on_after(CREATE_SECONDS):
+                if run_here:
+                    await self.run()
+                await self._done.wait()
+        finally:
+            if not self._done.is_set():
+                self._abandoned = True  # cancelled or timed out: the run cleans up
+        if self._failure is not None:
+            raise self._failure
+        if self._terminal_id is None:
+            raise ToolFailed(f"the editor did not start a terminal within {CREATE_SECONDS:g} s")
+        return self._terminal_id
 
 
 async def _kill_after_timeout(ctx: ToolContext, terminal_id: str) -> TerminalExit | None:
