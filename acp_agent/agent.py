@@ -7,6 +7,7 @@ schema models. Provider failures become JSON-RPC errors with a readable message 
 from __future__ import annotations
 
 import datetime
+import importlib
 import logging
 import os
 import uuid
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from .config import AgentConfig
+from .config import AgentConfig, ProviderConfig
 from .engine import Turn, TurnSettings
 from .messages import Message, MessageChunk, TurnEvent, TurnStopReason
 from .protocol import options
@@ -27,7 +29,13 @@ from .protocol.client import ClientProxy
 from .protocol.coalesce import ChunkCoalescer
 from .protocol.content import prompt_message
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
-from .providers import AuthError, Provider, ProviderError, create_provider
+from .providers import (
+    AuthError,
+    Provider,
+    ProviderError,
+    create_provider,
+    provider_module_for,
+)
 from .providers.usage import Encoder, TokenCounter, UsageMeter
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .sessions import Session
@@ -115,7 +123,7 @@ class Agent:
         message = prompt_message(request.prompt)
         if (command := _slash_command(message)) is not None:
             return s.PromptResponse(stop_reason=await self._run_command(session, *command))
-        turn = self._turn(session)
+        turn = await self._turn(session)
         try:
             stop = await session.run_turn(lambda: self._run_streamed(turn, message))
         except AuthError as exc:
@@ -245,13 +253,18 @@ class Agent:
             raise
         return stop
 
-    def _turn(self, session: Session) -> Turn:
-        choice, provider_config, model = self._config.find_model(session.model_choice)
-        provider_name = choice.split("/", 1)[0]
-        provider = self._providers.get(provider_name)
+    async def _provider(self, name: str, config: ProviderConfig) -> Provider:
+        provider = self._providers.get(name)
         if provider is None:
-            provider = create_provider(provider_name, provider_config, self._env)
-            self._providers[provider_name] = provider
+            # A vendor SDK takes a second or two to import: not on the loop, where it would
+            # stall every other session's stream and cancel.
+            await anyio.to_thread.run_sync(importlib.import_module, provider_module_for(config))
+            provider = self._providers.setdefault(name, create_provider(name, config, self._env))
+        return provider
+
+    async def _turn(self, session: Session) -> Turn:
+        choice, provider_config, model = self._config.find_model(session.model_choice)
+        provider = await self._provider(choice.split("/", 1)[0], provider_config)
         session.usage.prices = model.prices  # a switch keeps the cost so far
         system = self._config.system_prompt or DEFAULT_SYSTEM_PROMPT
         settings = TurnSettings(

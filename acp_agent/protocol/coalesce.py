@@ -1,14 +1,15 @@
 """Coalesce streamed text into at most one chunk per display frame.
 
 A model can stream thousands of tiny deltas a second; an editor repaints at most once a
-frame. The first chunk goes out at once; text arriving within the next frame is merged and
-sent when the frame ends, so a burst of 20,000 deltas becomes a few dozen notifications
+frame. The first chunk goes out at once; text arriving within the next frame is gathered
+and sent when the frame ends, so a burst of 20,000 deltas becomes a few dozen notifications
 while a slow stream is forwarded delta by delta.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -26,7 +27,8 @@ class ChunkCoalescer:
     ) -> None:
         self._send = send
         self._frame = frame
-        self._pending: Chunk | None = None
+        self._held_kind: type[Chunk] | None = None
+        self._held: list[str] = []
         self._last_sent = -math.inf
         self._wake = anyio.Event()
 
@@ -35,30 +37,28 @@ class ChunkCoalescer:
             await self.flush()
             await self._send(event)
             return
-        if self._pending is not None and type(self._pending) is not type(event):
+        if self._held_kind is not type(event):
             await self.flush()
-        self._pending = _merge(self._pending, event)
-        if anyio.current_time() - self._last_sent >= self._frame:
+            self._held_kind = type(event)
+        self._held.append(event.text)
+        # time.monotonic is the asyncio loop's clock, and far cheaper per delta than anyio's.
+        if time.monotonic() - self._last_sent >= self._frame:
             await self.flush()
         else:
             self._wake.set()
 
     async def flush(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            self._last_sent = anyio.current_time()
-            await self._send(pending)
+        if self._held_kind is None or not self._held:
+            return
+        chunk = self._held_kind("".join(self._held))
+        self._held = []
+        self._last_sent = time.monotonic()
+        await self._send(chunk)
 
     async def run(self) -> None:
         """Send what is held back once its frame ends; run it beside the turn."""
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            await anyio.sleep_until(self._last_sent + self._frame)
+            await anyio.sleep(max(0.0, self._last_sent + self._frame - time.monotonic()))
             await self.flush()
-
-
-def _merge(held: Chunk | None, new: Chunk) -> Chunk:
-    if held is None:
-        return new
-    return type(new)(held.text + new.text)

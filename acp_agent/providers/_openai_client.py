@@ -179,15 +179,15 @@ class OpenAIConnection:
             case httpx2.HTTPError():
                 return ProviderUnavailable(name, self._connection_failed(exc))
             case json.JSONDecodeError():
-                sample = self._redact(exc.doc[:120])
+                sample = self.redact(exc.doc[:120])
                 return ProviderError(
                     name, f"the server sent a stream event that is not JSON: {sample!r}"
                 )
-        return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
+        return ProviderError(name, self.redact(str(exc)) or type(exc).__name__)
 
     def stream_error(self, code: str | None, message: str) -> ProviderError:
         """An error the server reported inside a stream, classified by its code."""
-        message = self._redact(message) or "the server reported an error mid-stream"
+        message = self.redact(message) or "the server reported an error mid-stream"
         if code in _UNAVAILABLE_CODES:
             return ProviderUnavailable(self.name, message)
         if code in _RATE_LIMIT_CODES:
@@ -199,13 +199,13 @@ class OpenAIConnection:
         return ProviderError(self.name, message)
 
     def _connection_failed(self, cause: BaseException) -> str:
-        reason = self._redact(str(cause)) or type(cause).__name__
+        reason = self.redact(str(cause)) or type(cause).__name__
         return f"connection to {self.base_url()} failed: {reason}"
 
     def _detail(self, exc: openai.APIError) -> str:
-        return self._redact(_vendor_message(exc))
+        return self.redact(_vendor_message(exc))
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str) -> str:
         if self._key and self._key != PLACEHOLDER_KEY:
             text = text.replace(self._key, "[redacted]")
         return _KEY_LIKE.sub("sk-[redacted]", text)
