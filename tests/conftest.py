@@ -26,7 +26,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     for name in ISOLATED_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")

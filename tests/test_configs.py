@@ -359,9 +359,7 @@ def test_a_system_prompt_with_an_unknown_placeholder_is_reported_before_anything
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "agent.toml"
-    path.write_text(
-        'system_prompt = "Work in {cwd} on {project}"\n[providers.e]\ntype = "echo"\n'
-    )
+    path.write_text('system_prompt = "Work in {cwd} on {project}"\n[providers.e]\ntype = "echo"\n')
     with pytest.raises(ConfigError) as caught:
         load_config_file(path)
     assert str(path) in str(caught.value)
