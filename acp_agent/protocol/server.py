@@ -68,8 +68,8 @@ class AcpServer:
         if method == "initialize":
             self._handshake = parse_initialize(params)
             log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
-            self._start_warm_up()
-            return initialize_response(self._handshake)
+            # Warm up once the answer is out: the import thread would slow its writing.
+            return FollowedBy(initialize_response(self._handshake), self._warm_up_after_flush)
         spec = REQUESTS.get(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
@@ -92,6 +92,10 @@ class AcpServer:
         await getattr(self._agent, spec.handler)(_parse_params(spec, params))
 
     # --- warm-up -------------------------------------------------------------------------
+
+    async def _warm_up_after_flush(self) -> None:
+        await self._endpoint.flush()
+        self._start_warm_up()
 
     def _start_warm_up(self) -> None:
         if not self._warming:

@@ -80,6 +80,9 @@ class Endpoint:
         self._waiting: dict[RequestId, MemoryObjectSendStream[_Reply]] = {}
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         self._closed = anyio.Event()
+        self._frames_queued = 0
+        self._frames_done = 0
+        self._frames_progress = anyio.Event()
         self._drained = anyio.Event()
 
     # --- running -----------------------------------------------------------------------
@@ -296,6 +299,13 @@ class Endpoint:
             await self._outbox_send.send(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionClosed() from None
+        self._frames_queued += 1
+
+    async def flush(self) -> None:
+        """Wait until every frame sent so far has been written (or dropped: peer gone)."""
+        target = self._frames_queued
+        while self._frames_done < target:
+            await self._frames_progress.wait()
 
     async def _write_frames(self) -> None:
         """The one writer: drains whatever is queued into a single write."""
@@ -308,13 +318,15 @@ class Endpoint:
                         batch.append(self._outbox_receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break  # EndOfStream: the outbox closed; the loop ends after this write
-                if broken:
-                    continue  # keep draining so senders never block on a dead peer
-                try:
-                    await self._sink.write(b"".join(batch))
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                    log.warning("output closed, dropping further messages: %s", exc)
-                    broken = True
+                if not broken:  # else keep draining so senders never block on a dead peer
+                    try:
+                        await self._sink.write(b"".join(batch))
+                    except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                        log.warning("output closed, dropping further messages: %s", exc)
+                        broken = True
+                self._frames_done += len(batch)
+                self._frames_progress.set()
+                self._frames_progress = anyio.Event()
 
 
 def _short_failure(method: str, exc: Exception, limit: int = 300) -> str:

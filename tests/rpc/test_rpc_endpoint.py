@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_agent.rpc.endpoint import Endpoint
+from acp_agent.rpc.endpoint import Endpoint, FollowedBy
 from acp_agent.rpc.errors import ConnectionClosed, RpcError
 from acp_agent.rpc.framing import StreamSink, StreamSource
 
@@ -587,3 +587,31 @@ async def test_serve_flushes_every_answer_queued_behind_a_slow_write_when_input_
     with anyio.fail_after(5):
         await endpoint.serve(handler)
     assert [json.loads(line)["id"] for line in sink.written.splitlines()] == [1, 2]
+
+
+# --- work after the answer ---------------------------------------------------------------
+
+
+async def test_a_follow_up_runs_only_after_its_response_was_written(serving: Serving) -> None:
+    seen_before_follow_up: list[dict[str, Any]] = []
+
+    class Following(Handler):
+        async def handle_request(self, method: str, params: Any) -> Any:
+            if method != "follow":
+                return await super().handle_request(method, params)
+
+            async def follow_up() -> None:
+                assert self.endpoint is not None
+                await self.endpoint.flush()
+                seen_before_follow_up.append(await wire.receive())
+                await self.endpoint.notify("after", {})
+
+            return FollowedBy({"answered": True}, follow_up)
+
+    handler = Following()
+    async with serving(handler) as (endpoint, wire):
+        handler.endpoint = endpoint
+        await wire.request(1, "follow")
+        after = await wire.receive()
+    assert seen_before_follow_up == [{"jsonrpc": "2.0", "id": 1, "result": {"answered": True}}]
+    assert after["method"] == "after"
