@@ -27,8 +27,6 @@ from .permissions import (
     Verdict,
     decide,
     is_mode,
-    needs_permission,
-    policy_asks,
     tools_for_mode,
 )
 from .plan import Plan
@@ -67,7 +65,5 @@ __all__ = [
     "builtin_tools",
     "decide",
     "is_mode",
-    "needs_permission",
-    "policy_asks",
     "tools_for_mode",
 ]

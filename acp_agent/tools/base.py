@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict
 from ..messages import (
     Location,
     PlanEntry,
-    TextPart,
     ToolContent,
     ToolKind,
     ToolSpec,
@@ -202,10 +201,6 @@ def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
     return {key: _inline_refs(value, definitions) for key, value in node.items()}
 
 
-def text_outcome(text: str, **kwargs: Any) -> ToolOutcome:
-    return ToolOutcome(model_text=text, display=(TextPart(text),), **kwargs)
-
-
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT",
     "Editor",
@@ -217,5 +212,4 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "ToolParams",
-    "text_outcome",
 ]

@@ -116,17 +116,6 @@ def decide(
     return "ask"
 
 
-def needs_permission(
-    tool: Tool[Any],
-    params: ToolParams,
-    ctx: ToolContext,
-    mode: PermissionMode = DEFAULT_MODE,
-    memory: PermissionMemory | None = None,
-) -> bool:
-    """True when the user must be asked (a remembered "always" answer counts as given)."""
-    return decide(tool, params, ctx, mode, memory or PermissionMemory()) == "ask"
-
-
 def _outside_roots(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
     return any(not ctx.inside_roots(path) for path in tool.paths(params, ctx))
 
@@ -228,7 +217,6 @@ __all__ = [
     "Verdict",
     "decide",
     "is_mode",
-    "needs_permission",
     "policy_asks",
     "tools_for_mode",
 ]

@@ -15,7 +15,6 @@ from acp_agent.tools import (
     ToolParams,
     builtin_tools,
     decide,
-    needs_permission,
     tools_for_mode,
 )
 from acp_agent.tools.edit_file import EditFileParams
@@ -142,12 +141,6 @@ def test_an_additional_root_counts_as_inside(root: Path, tmp_path: Path) -> None
     ctx = make_context(root, FakeEditor(), extra_roots=(extra,))
 
     assert verdict(ctx, "ask", "read_file", path=str(extra / "f")) == "allow"
-
-
-def test_needs_permission_keeps_the_old_three_argument_form(ctx: ToolContext) -> None:
-    assert needs_permission(*call("shell", command="ls"), ctx)
-    assert not needs_permission(*call("read_file", path="a"), ctx)
-    assert not needs_permission(*call("shell", command="ls"), ctx, "bypass")
 
 
 # --- remembered answers --------------------------------------------------------------------
