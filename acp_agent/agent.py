@@ -21,7 +21,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .config import AgentConfig, ProviderConfig
-from .engine import Turn, TurnSettings
+from .engine import Turn, TurnHost, TurnSettings
 from .messages import Message, MessageChunk, TurnEvent, TurnStopReason
 from .protocol import options
 from .protocol import schema as s
@@ -121,11 +121,12 @@ class Agent:
     async def prompt(self, request: s.PromptRequest) -> s.PromptResponse:
         session = self._session(request.session_id)
         message = prompt_message(request.prompt)
-        if (command := _slash_command(message)) is not None:
-            return s.PromptResponse(stop_reason=await self._run_command(session, *command))
-        turn = await self._turn(session)
+        if (model := _model_command(message)) is not None:
+            return s.PromptResponse(stop_reason=await self._model_command(session, model))
         try:
-            stop = await session.run_turn(lambda: self._run_streamed(turn, message))
+            # The turn is built when its queue slot comes: a prompt that waited uses the
+            # model and mode chosen meanwhile.
+            stop = await session.run_turn(lambda: self._run_streamed(session, message))
         except AuthError as exc:
             raise RpcError(AUTH_REQUIRED, str(exc)) from None
         except ProviderError as exc:
@@ -208,9 +209,8 @@ class Agent:
             ),
         )
 
-    async def _run_command(self, session: Session, name: str, argument: str) -> TurnStopReason:
-        if name != MODEL_COMMAND:
-            raise RpcError(INVALID_PARAMS, f"unknown command /{name}")
+    async def _model_command(self, session: Session, argument: str) -> TurnStopReason:
+        """`/model` lists the models, `/model provider/model` switches; no model call."""
         if argument:
             self._apply_option(session, options.MODEL, argument)
             await self._announce_options(session)
@@ -232,10 +232,11 @@ class Agent:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
         return session
 
-    async def _run_streamed(self, turn: Turn, message: Message) -> TurnStopReason:
+    async def _run_streamed(self, session: Session, message: Message) -> TurnStopReason:
         """Runs the turn beside the task that flushes coalesced text chunks."""
-        coalescer = ChunkCoalescer(turn.host.emit)
-        turn.host = _CoalescedHost(turn.host, coalescer)
+        direct = _SessionHost(self._client, session.id)
+        coalescer = ChunkCoalescer(direct.emit)
+        turn = await self._turn(session, _CoalescedHost(direct, coalescer))
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(coalescer.run)
@@ -262,7 +263,7 @@ class Agent:
             provider = self._providers.setdefault(name, create_provider(name, config, self._env))
         return provider
 
-    async def _turn(self, session: Session) -> Turn:
+    async def _turn(self, session: Session, host: TurnHost) -> Turn:
         choice, provider_config, model = self._config.find_model(session.model_choice)
         provider = await self._provider(choice.split("/", 1)[0], provider_config)
         session.usage.prices = model.prices  # a switch keeps the cost so far
@@ -290,7 +291,7 @@ class Agent:
                 client_shows_terminal_stream=self._client.capabilities.terminal_output_meta,
                 background=self._background,
             ),
-            host=_SessionHost(self._client, session.id),
+            host=host,
             meter=session.usage,
             mode=session.mode,
             memory=session.permissions,
@@ -311,7 +312,7 @@ class _SessionHost:
 
 @dataclass(frozen=True, slots=True)
 class _CoalescedHost:
-    inner: Any
+    inner: TurnHost
     coalescer: ChunkCoalescer
 
     async def emit(self, event: TurnEvent) -> None:
@@ -319,18 +320,17 @@ class _CoalescedHost:
 
     async def ask_permission(self, question: PermissionQuestion) -> Decision:
         await self.coalescer.flush()  # the user sees the text before the question
-        decision: Decision = await self.inner.ask_permission(question)
-        return decision
+        return await self.inner.ask_permission(question)
 
 
-def _slash_command(message: Message) -> tuple[str, str] | None:
+def _model_command(message: Message) -> str | None:
+    """The argument of a `/model` prompt ("" for none); None for any other prompt, which
+    goes to the model as written (other slash text included)."""
     text = message.text.strip()
     if len(message.parts) != 1 or not text.startswith("/"):
         return None
     name, _, argument = text[1:].partition(" ")
-    if name != MODEL_COMMAND:
-        return None  # other slash text goes to the model as written
-    return name, argument.strip()
+    return argument.strip() if name == MODEL_COMMAND else None
 
 
 @dataclass(frozen=True, slots=True)
