@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API server for end-to-end tests and benchmarks.
 
-Standard library only (plus the directive parser of its sibling `fake_llm.py`). It serves
+Standard library only (plus the shared plumbing of its sibling `fake_server.py`). It serves
 `POST /v1/messages` on 127.0.0.1, streaming (`"stream": true`) exactly as Anthropic frames
 it: HTTP/1.1 chunked, `event: NAME\\ndata: {json}\\n\\n` server-sent events in the order
 
@@ -48,23 +48,28 @@ its first stdout line and serves until killed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
-import signal
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-if str(Path(__file__).resolve().parent) not in sys.path:
+if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script, or from pytest
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fake_llm import Script, parse_script
+from fake_server import (
+    DEFAULT_HOST,
+    BaseExchange,
+    FakeHandler,
+    FakeServer,
+    Script,
+    numbered_deltas,
+    parse_script,
+    run_cli,
+    split_json,
+    tool_result_text,
+)
 
 __all__ = [
     "AnthropicExchange",
@@ -74,12 +79,9 @@ __all__ = [
     "usage_for",
 ]
 
-DEFAULT_HOST = "127.0.0.1"
 API_VERSION = "2023-06-01"
 REPLY_PREFIX = "Anthropic reply to: "
 THINKING_PREFIX = "Thinking about: "
-TOOL_RESULT_PREFIX = "Tool result: "
-TOOL_RESULT_CHARS = 200
 MIN_THINKING_BUDGET = 1024
 
 
@@ -225,19 +227,9 @@ def _request_problem(body: Any, signatures: set[str]) -> str | None:
 
 
 @dataclass
-class AnthropicExchange:
+class AnthropicExchange(BaseExchange):
     """One request and what became of it."""
 
-    method: str
-    path: str
-    headers: dict[str, str]
-    """Header names lowercased."""
-    body: Any
-    started: float = field(default_factory=time.monotonic)
-    ended: float | None = None
-    status: int | None = None
-    outcome: str = "pending"
-    """pending | completed | error | disconnected (the client went away mid-answer)."""
     usage: dict[str, int] | None = None
     """The usage the answer reported (its `message_delta` totals)."""
 
@@ -250,11 +242,16 @@ class AnthropicExchange:
         return token.strip() if scheme.lower() == "bearer" else None
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeServer[AnthropicExchange]):
     """The server in a background thread; a context manager.
 
     `api_key`: when given, requests must carry `x-api-key: <api_key>` (else 401).
+    `base_url` is the API root the SDK takes: requests go to `{base_url}/v1/messages`.
     """
+
+    name = "fake-anthropic"
+    label = "Anthropic"
+    exchange_class = AnthropicExchange
 
     def __init__(
         self,
@@ -264,143 +261,40 @@ class FakeAnthropic:
         api_key: str | None = None,
         verbose: bool = False,
     ) -> None:
-        self._address = (host, port)
+        super().__init__(host, port, verbose=verbose)
         self.api_key = api_key
-        self.verbose = verbose
-        self.exchanges: list[AnthropicExchange] = []
         self.signatures: set[str] = set()
-        self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> FakeAnthropic:
-        if self._server is None:
-            self._server = _Server(self._address, _Handler, self)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="fake-anthropic",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the fake Anthropic server is not running")
-        return int(self._server.server_address[1])
+    def handler(self) -> type[_Handler]:
+        return _Handler
 
-    @property
-    def base_url(self) -> str:
-        """The API root the SDK takes: requests go to `{base_url}/v1/messages`."""
-        return f"http://{self._address[0]}:{self.port}"
-
-    @property
-    def requests(self) -> list[Any]:
-        """Bodies of the /v1/messages requests, in arrival order."""
-        with self._lock:
-            return [e.body for e in self.exchanges if e.path.split("?")[0].endswith("/messages")]
-
-    def clear(self) -> None:
-        with self._lock:
-            self.exchanges.clear()
-
-    def _record(self, exchange: AnthropicExchange) -> None:
-        with self._lock:
-            self.exchanges.append(exchange)
-
-    def _finish(self, exchange: AnthropicExchange, status: int, outcome: str) -> None:
-        with self._lock:
-            exchange.status = status
-            exchange.outcome = outcome
-            exchange.ended = time.monotonic()
+    def _is_request(self, path: str) -> bool:
+        """The /v1/messages requests count as `requests`."""
+        return path.split("?")[0].endswith("/messages")
 
     def _new_signature(self) -> str:
         signature = secrets.token_urlsafe(48)
-        with self._lock:
+        with self._changed:
             self.signatures.add(signature)
         return signature
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], handler: type, fake: FakeAnthropic) -> None:
-        self.fake = fake
-        super().__init__(address, handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
-
-class _ClientGone(Exception):
-    """The client closed the connection while we were answering."""
 
 
 # --- HTTP ---------------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(FakeHandler):
     server_version = "fake-anthropic/1.0"
-    sys_version = ""
-    timeout = 60
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.fake.verbose:
-            sys.stderr.write(f"fake-anthropic: {format % args}\n")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = raw.decode("utf-8", "replace")
-        fake = self.server.fake
-        exchange = AnthropicExchange(
-            method="POST",
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=body,
-        )
-        fake._record(exchange)
-        try:
-            self._answer(exchange, body)
-        except _ClientGone:
-            self.close_connection = True
-            fake._finish(exchange, exchange.status or 200, "disconnected")
 
     def do_GET(self) -> None:
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        exchange = AnthropicExchange("GET", self.path, headers, None)
-        self.server.fake._record(exchange)
+        self._serve(None, self._get)
+
+    def _get(self, exchange: AnthropicExchange, body: None) -> None:
         self._error(exchange, 404, "not_found_error", "Not found")
+
+    def _gone(self, exchange: AnthropicExchange) -> None:
+        self.close_connection = True
+        self.server.fake._finish(exchange, "disconnected", exchange.status or 200)
 
     def _answer(self, exchange: AnthropicExchange, body: Any) -> None:
         fake = self.server.fake
@@ -429,7 +323,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream(exchange, reply, script.slow)
         else:
-            self._json(exchange, 200, reply.whole())
+            self._send_json(exchange, 200, reply.whole())
 
     # errors
 
@@ -457,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
     ) -> None:
         payload = {"type": "error", "error": {"type": kind, "message": message}}
-        self._json(exchange, status, payload, headers)
+        self._send_json(exchange, status, payload, headers)
 
     # writing
 
@@ -465,48 +359,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{secrets.token_hex(12)}")
         self.send_header("anthropic-organization-id", "00000000-0000-0000-0000-000000000000")
 
-    def _json(
-        self,
-        exchange: AnthropicExchange,
-        status: int,
-        payload: Any,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        data = _dumps(payload)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self._common_headers()
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(data)
-        self.server.fake._finish(exchange, status, "completed" if status < 400 else "error")
-
     def _stream(self, exchange: AnthropicExchange, reply: _Reply, slow: float) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache")
-        self._common_headers()
-        self.end_headers()
-        exchange.status = 200
-        for number, (name, data) in enumerate(reply.events()):
-            if number and slow:
-                time.sleep(slow)
-            self._write_chunk(b"event: " + name.encode() + b"\ndata: " + _dumps(data) + b"\n\n")
-        self._write(b"0\r\n\r\n")
-        self.server.fake._finish(exchange, 200, "completed")
-
-    def _write_chunk(self, data: bytes) -> None:
-        self._write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-            self.wfile.flush()
-        except OSError as exc:
-            raise _ClientGone() from exc
+        self._start_stream(exchange)
+        self._write_events(reply.events(), slow)
+        self._end_stream(exchange)
 
 
 # --- payloads -----------------------------------------------------------------------------
@@ -535,10 +391,9 @@ class _Reply:
     ) -> _Reply:
         tools: list[tuple[str, str, str]] = []
         if results is not None:
-            text = "\n".join(TOOL_RESULT_PREFIX + r[:TOOL_RESULT_CHARS] for r in results)
-            texts = _words(text)
+            texts = _words(tool_result_text(results))
         elif script.deltas is not None:
-            texts = [f"w{i} " for i in range(script.deltas)]
+            texts = numbered_deltas(script.deltas)
         else:
             texts = [] if script.tools else _words(REPLY_PREFIX + script.text)
             tools = [
@@ -589,7 +444,7 @@ class _Reply:
             yield _block_start(
                 index, {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
             )
-            for piece in ["", *_split(arguments)]:
+            for piece in ["", *split_json(arguments, 3)]:
                 yield _block_delta(index, {"type": "input_json_delta", "partial_json": piece})
             yield _block_stop(index)
             index += 1
@@ -660,37 +515,20 @@ def _words(text: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
-def _split(arguments: str) -> list[str]:
-    """The input JSON in at least two pieces, cut mid-token as real streams do."""
-    size = max(1, -(-len(arguments) // 3))
-    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
-
-
-def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 # --- CLI ----------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Fake Anthropic Messages API; prints its base URL, serves until killed."
+    return run_cli(
+        argv,
+        "Fake Anthropic Messages API; prints its base URL, serves until killed.",
+        lambda args: FakeAnthropic(
+            args.host, args.port, api_key=args.api_key, verbose=args.verbose
+        ),
+        lambda parser: parser.add_argument(
+            "--api-key", help="require this x-api-key (default: accept any)"
+        ),
     )
-    parser.add_argument("--host", default=DEFAULT_HOST)
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
-    parser.add_argument("--api-key", help="require this x-api-key (default: accept any)")
-    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
-    args = parser.parse_args(argv)
-
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    with FakeAnthropic(args.host, args.port, api_key=args.api_key, verbose=args.verbose) as fake:
-        print(fake.base_url, flush=True)
-        while not stop.wait(0.5):
-            pass
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """A fake OpenAI-compatible Chat Completions server for end-to-end tests and benchmarks.
 
-Standard library only. It serves `POST /v1/chat/completions` (streaming and not) and
-`GET /v1/models` on 127.0.0.1, frames streams exactly like OpenAI (HTTP/1.1 chunked,
-`data: {chat.completion.chunk}\\n\\n` events, a usage chunk with empty `choices` when
-`stream_options.include_usage` is set, then `data: [DONE]\\n\\n`), and records every request.
+Standard library only (plus the server plumbing of its sibling `fake_server.py`). It
+serves `POST /v1/chat/completions` (streaming and not) and `GET /v1/models` on 127.0.0.1,
+frames streams exactly like OpenAI (HTTP/1.1 chunked, `data: {chat.completion.chunk}\\n\\n`
+events, a usage chunk with empty `choices` when `stream_options.include_usage` is set, then
+`data: [DONE]\\n\\n`), and records every request.
 
 Behaviour is scripted by directives in the text of the LAST user message, so a test needs
 no setup beyond writing its prompt:
@@ -45,20 +46,31 @@ From a shell (benchmarks): `python tests/fake_llm.py [--port 0]` prints
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import secrets
-import select
-import signal
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script, or from pytest
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_server import (
+    DEFAULT_HOST,
+    BaseExchange,
+    FakeHandler,
+    FakeServer,
+    Script,
+    dumps,
+    numbered_deltas,
+    parse_script,
+    run_cli,
+    split_json,
+    tool_result_text,
+)
 
 __all__ = [
     "Exchange",
@@ -69,112 +81,10 @@ __all__ = [
     "parse_script",
 ]
 
-DEFAULT_HOST = "127.0.0.1"
-TOOL_RESULT_CHARS = 200
 REPLY_PREFIX = "Fake reply to: "
-TOOL_RESULT_PREFIX = "Tool result: "
-# A slow stream waits on the socket, so a client hanging up is noticed at once; this bounds
-# one wait, and the nap taken when the client sent bytes instead of hanging up.
-_WAIT_SECONDS = 0.1
-_NAP_SECONDS = 0.005
-
-_DIRECTIVE = re.compile(r"\[\[(tool|slow|deltas|status|retry-after|drop|length)\b")
-_SIMPLE = re.compile(
-    r"\[\[(?:slow\s+(?P<slow>\d+(?:\.\d*)?|\.\d+)"
-    r"|deltas\s+(?P<deltas>\d+)"
-    r"|status\s+(?P<status>\d{3})(?:\s+(?P<times>\d+))?"
-    r"|retry-after\s+(?P<retry_after>\d+(?:\.\d*)?|\.\d+)"
-    r"|(?P<drop>drop)"
-    r"|(?P<length>length))\s*\]\]"
-)
-_TOOL_HEAD = re.compile(r"\[\[tool\s+(?P<name>[^\s\]]+)\s*")
 
 
-# --- scripts ------------------------------------------------------------------------------
-
-
-@dataclass
-class Script:
-    """What the directives in one prompt ask for."""
-
-    text: str = ""
-    """The prompt with its directives removed."""
-    tools: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    slow: float = 0.0
-    deltas: int | None = None
-    status: int | None = None
-    status_times: int | None = None
-    """Fail only the first `status_times` sends of the conversation; None: always."""
-    retry_after: str | None = None
-    drop: bool = False
-    length: bool = False
-
-
-def parse_script(prompt: str) -> Script:
-    """The directives in `prompt`; malformed ones stay in the text."""
-    script = Script()
-    kept: list[str] = []
-    position = 0
-    decoder = json.JSONDecoder()
-    while True:
-        found = _DIRECTIVE.search(prompt, position)
-        if found is None:
-            kept.append(prompt[position:])
-            break
-        start = found.start()
-        kept.append(prompt[position:start])
-        if found.group(1) == "tool":
-            end = _parse_tool(prompt, start, decoder, script)
-        else:
-            end = _parse_simple(prompt, start, script)
-        if end is None:  # not a directive after all: keep the text
-            kept.append(prompt[start : start + 2])
-            end = start + 2
-        position = end
-    script.text = " ".join("".join(kept).split())
-    return script
-
-
-def _parse_simple(prompt: str, start: int, script: Script) -> int | None:
-    simple = _SIMPLE.match(prompt, start)
-    if simple is None:
-        return None
-    if simple.group("slow") is not None:
-        script.slow = float(simple.group("slow"))
-    elif simple.group("deltas") is not None:
-        script.deltas = int(simple.group("deltas"))
-    elif simple.group("status") is not None:
-        script.status = int(simple.group("status"))
-        if simple.group("times") is not None:
-            script.status_times = int(simple.group("times"))
-    elif simple.group("retry_after") is not None:
-        script.retry_after = simple.group("retry_after")
-    elif simple.group("drop"):
-        script.drop = True
-    else:
-        script.length = True
-    return simple.end()
-
-
-def _parse_tool(prompt: str, start: int, decoder: json.JSONDecoder, script: Script) -> int | None:
-    head = _TOOL_HEAD.match(prompt, start)
-    if head is None:
-        return None
-    position = head.end()
-    arguments: dict[str, Any] = {}
-    if prompt.startswith("{", position):
-        try:
-            value, position = decoder.raw_decode(prompt, position)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(value, dict):
-            return None
-        arguments = value
-    closing = re.compile(r"\s*\]\]").match(prompt, position)
-    if closing is None:
-        return None
-    script.tools.append((head.group("name"), arguments))
-    return closing.end()
+# --- the conversation ---------------------------------------------------------------------
 
 
 def fake_reply(prompt: str) -> str:
@@ -244,91 +154,49 @@ def _conversation_problem(messages: Any) -> str | None:
 
 
 @dataclass
-class Exchange:
-    """One request and what became of it."""
+class Exchange(BaseExchange):
+    """One request and what became of it.
 
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    started: float = field(default_factory=time.monotonic)
-    ended: float | None = None
-    status: int | None = None
-    outcome: str = "pending"
-    """pending | completed | error | dropped (our [[drop]]) | disconnected (client went away)."""
+    `outcome`: pending | completed | error | dropped (our [[drop]]) | disconnected (client
+    went away)."""
+
     disconnected_at: float | None = None
 
     @property
     def disconnected(self) -> bool:
         return self.outcome == "disconnected"
 
+    def _end(self, outcome: str) -> None:
+        super()._end(outcome)
+        if outcome == "disconnected":
+            self.disconnected_at = self.ended
 
-class _ClientGone(Exception):
-    """The client closed the connection while we were answering."""
 
-
-class FakeLLM:
+class FakeLLM(FakeServer[Exchange]):
     """The server in a background thread; a context manager."""
 
+    name = "fake-llm"
+    label = "LLM"
+    base_path = "/v1"
+    exchange_class = Exchange
+
     def __init__(self, host: str = DEFAULT_HOST, port: int = 0, *, verbose: bool = False) -> None:
-        self._address = (host, port)
-        self.verbose = verbose
-        self.exchanges: list[Exchange] = []
+        super().__init__(host, port, verbose=verbose)
         self._sends: dict[str, int] = {}
-        self._changed = threading.Condition()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # lifecycle
-
-    def start(self) -> FakeLLM:
-        if self._server is None:
-            self._server = _Server(self._address, _Handler, self)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="fake-llm",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeLLM:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the fake LLM server is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self._address[0]}:{self.port}/v1"
+    def handler(self) -> type[_Handler]:
+        return _Handler
 
     # what was seen
 
-    @property
-    def requests(self) -> list[Any]:
-        """Bodies of the chat completion requests, in arrival order."""
-        with self._changed:
-            return [e.body for e in self.exchanges if e.path.endswith("/chat/completions")]
+    def _is_request(self, path: str) -> bool:
+        """The chat completion requests count as `requests`."""
+        return path.endswith("/chat/completions")
 
     def clear(self) -> None:
         with self._changed:
-            self.exchanges.clear()
+            super().clear()
             self._sends.clear()
 
     def wait_for(self, predicate: Callable[[list[Exchange]], Any], timeout: float = 5.0) -> Any:
@@ -350,11 +218,6 @@ class FakeLLM:
 
     # used by the handler
 
-    def _record(self, exchange: Exchange) -> None:
-        with self._changed:
-            self.exchanges.append(exchange)
-            self._changed.notify_all()
-
     def _should_fail(self, body: dict[str, Any], script: Script) -> bool:
         """Whether a scripted error applies to this send of the conversation."""
         if script.status_times is None:
@@ -364,55 +227,19 @@ class FakeLLM:
             sent = self._sends[key] = self._sends.get(key, 0) + 1
         return sent <= script.status_times
 
-    def _finish(self, exchange: Exchange, outcome: str) -> None:
-        with self._changed:
-            exchange.outcome = outcome
-            exchange.ended = time.monotonic()
-            if outcome == "disconnected":
-                exchange.disconnected_at = exchange.ended
-            self._changed.notify_all()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], handler: type, fake: FakeLLM) -> None:
-        self.fake = fake
-        super().__init__(address, handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that vanished between requests is no error worth a traceback.
-        error = sys.exc_info()[1]
-        if isinstance(error, (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
 
 # --- HTTP ---------------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive and chunked streams, as the real API
+class _Handler(FakeHandler):
     server_version = "fake-openai/1.0"
-    sys_version = ""
-    timeout = 60  # an idle keep-alive connection is dropped after this
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        # Each event goes out as it is written, as from a real API server (no Nagle delay).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        if self.server.fake.verbose:
-            sys.stderr.write(f"fake-llm: {format % args}\n")
 
     # routes
 
     def do_GET(self) -> None:
-        exchange = self._begin(body=None)
+        self._serve(None, self._get)
+
+    def _get(self, exchange: Exchange, body: None) -> None:
         if self.path.rstrip("/").endswith("/models"):
             models = {
                 "object": "list",
@@ -422,14 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(exchange, 404, self._not_found())
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = raw.decode("utf-8", "replace")
-        exchange = self._begin(body)
+    def _answer(self, exchange: Exchange, body: Any) -> None:
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(exchange, 404, self._not_found())
             return
@@ -443,21 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
                 ),
             )
             return
-        try:
-            self._chat(exchange, body)
-        except _ClientGone:
-            self.close_connection = True
-            self.server.fake._finish(exchange, "disconnected")
-
-    def _begin(self, body: Any) -> Exchange:
-        exchange = Exchange(
-            method=self.command,
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=body,
-        )
-        self.server.fake._record(exchange)
-        return exchange
+        self._chat(exchange, body)
 
     def _not_found(self) -> dict[str, Any]:
         return _error_body(f"Invalid URL ({self.command} {self.path})", "invalid_request_error")
@@ -480,16 +286,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if message.get("role") != "tool":
                     break
                 trailing.insert(0, message_text(message))
-            text = "\n".join(
-                TOOL_RESULT_PREFIX + content[:TOOL_RESULT_CHARS] for content in trailing
-            )
+            text = tool_result_text(trailing)
             script = Script(text=text, slow=script.slow)
             deltas = _words(text)
         elif script.status is not None and self.server.fake._should_fail(body, script):
             self._send_status(exchange, script.status, body, script.retry_after)
             return
         elif script.deltas is not None:
-            deltas = [f"w{i} " for i in range(script.deltas)]
+            deltas = numbered_deltas(script.deltas)
         else:
             deltas = [] if script.tools else _words(REPLY_PREFIX + script.text)
         tool_calls = [] if messages[-1].get("role") == "tool" else script.tools
@@ -503,32 +307,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._whole(exchange, completion, script)
 
     def _stream(self, exchange: Exchange, completion: _Completion, script: Script) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache")
-        self._common_headers()
-        self.end_headers()
-        exchange.status = 200
-        first = True
-        for chunk in completion.chunks(drop=script.drop):
-            if not first and script.slow:
-                self._pause(script.slow)
-            first = False
-            self._write_chunk(b"data: " + _dumps(chunk) + b"\n\n")
+        self._start_stream(exchange)
+        chunks = completion.chunks(drop=script.drop)
+        self._write_events(((None, chunk) for chunk in chunks), script.slow)
         if script.drop:
             self.close_connection = True  # no terminating chunk: the body is cut short
             self.server.fake._finish(exchange, "dropped")
             return
-        self._write_chunk(b"data: [DONE]\n\n")
-        self._write(b"0\r\n\r\n")
-        self.server.fake._finish(exchange, "completed")
+        self._write_event(b"[DONE]")
+        self._end_stream(exchange)
 
     def _whole(self, exchange: Exchange, completion: _Completion, script: Script) -> None:
         if script.slow:
             self._pause(script.slow)
         if script.drop:
-            payload = _dumps(completion.whole())
+            payload = dumps(completion.whole())
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -595,55 +388,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("openai-processing-ms", "7")
         self.send_header("openai-version", "2020-10-01")
 
-    def _send_json(
-        self,
-        exchange: Exchange,
-        status: int,
-        payload: Any,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        data = _dumps(payload)
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self._common_headers()
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self._write(data)
-        except _ClientGone:
-            self.close_connection = True
-            self.server.fake._finish(exchange, "disconnected")
-            return
-        exchange.status = status
-        self.server.fake._finish(exchange, "completed" if status < 400 else "error")
-
-    def _write_chunk(self, data: bytes) -> None:
-        self._write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError) as exc:
-            raise _ClientGone() from exc
-
-    def _pause(self, seconds: float) -> None:
-        """Sleep, but notice at once when the client closes the connection meanwhile."""
-        deadline = time.monotonic() + seconds
-        connection: socket.socket = self.connection
-        while (remaining := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([connection], [], [], min(remaining, _WAIT_SECONDS))
-            if readable:
-                try:
-                    peeked = connection.recv(1, socket.MSG_PEEK)
-                except (ConnectionError, OSError) as exc:
-                    raise _ClientGone() from exc
-                if not peeked:
-                    raise _ClientGone()
-                time.sleep(min(remaining, _NAP_SECONDS))  # bytes, not a hang-up
-
 
 # --- payloads -----------------------------------------------------------------------------
 
@@ -706,7 +450,7 @@ class _Completion:
                 "function": {"name": name, "arguments": ""},
             }
             yield self._chunk({"tool_calls": [head]})
-            for piece in _split(arguments):
+            for piece in split_json(arguments, 4):
                 yield self._chunk(
                     {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
                 )
@@ -778,36 +522,15 @@ def _words(text: str) -> list[str]:
     return pieces or [text]
 
 
-def _split(arguments: str) -> list[str]:
-    """The argument JSON in at least two pieces, cut mid-token as real streams do."""
-    size = max(1, -(-len(arguments) // 4))
-    return [arguments[i : i + size] for i in range(0, len(arguments), size)]
-
-
-def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 # --- CLI ----------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Fake OpenAI-compatible server; prints its base URL, serves until killed."
+    return run_cli(
+        argv,
+        "Fake OpenAI-compatible server; prints its base URL, serves until killed.",
+        lambda args: FakeLLM(args.host, args.port, verbose=args.verbose),
     )
-    parser.add_argument("--host", default=DEFAULT_HOST)
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
-    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
-    args = parser.parse_args(argv)
-
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    with FakeLLM(args.host, args.port, verbose=args.verbose) as fake:
-        print(fake.base_url, flush=True)
-        while not stop.wait(0.5):
-            pass
-    return 0
 
 
 if __name__ == "__main__":

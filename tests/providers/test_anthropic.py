@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 import respx
+from provider_support import READ_FILE, RecordingStream, collector, sent_body, sse, sse_events
 
 from acp_agent.config import AnthropicProviderConfig, ModelConfig, RetryConfig
 from acp_agent.messages import (
@@ -47,7 +47,6 @@ from acp_agent.providers.anthropic import AnthropicProvider
 
 pytestmark = pytest.mark.anyio
 
-SSE = Path(__file__).parent / "sse"
 MESSAGES_URL = "https://api.anthropic.com/v1/messages"
 KEY = (
     "sk-ant-api03-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a-AAAA"
@@ -73,12 +72,6 @@ def make_provider(
     return AnthropicProvider(name, AnthropicProviderConfig(**settings), env)
 
 
-def sse(name: str) -> httpx.Response:
-    return httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=(SSE / name).read_bytes()
-    )
-
-
 def api_error(
     status: int, kind: str, message: str, headers: dict[str, str] | None = None
 ) -> httpx.Response:
@@ -87,14 +80,7 @@ def api_error(
     return httpx.Response(status, json=body, headers=headers)
 
 
-async def collect(provider: AnthropicProvider, request: ModelRequest = HELLO) -> list[StreamEvent]:
-    async with provider.stream(request) as events:
-        return [event async for event in events]
-
-
-def sent_body(route: respx.Route, call: int = -1) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls[call].request.content)
-    return body
+collect = collector(HELLO)
 
 
 def reply_from(events: Sequence[StreamEvent]) -> Message:
@@ -115,33 +101,6 @@ def reply_from(events: Sequence[StreamEvent]) -> Message:
         parts.append(TextPart("".join(text)))
     parts.extend(event.call for event in events if isinstance(event, ToolCallEnd))
     return Message("assistant", parts)
-
-
-class RecordingStream(httpx.AsyncByteStream):
-    """A response body that yields SSE events one by one and records being closed."""
-
-    def __init__(
-        self, events: Sequence[bytes], *, then: BaseException | None = None, hang: bool = False
-    ) -> None:
-        self.events = events
-        self.then = then
-        self.hang = hang
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for event in self.events:
-            yield event
-        if self.hang:
-            await anyio.sleep_forever()
-        if self.then is not None:
-            raise self.then
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
-def sse_events(name: str) -> list[bytes]:
-    return [event + b"\n\n" for event in (SSE / name).read_bytes().split(b"\n\n") if event]
 
 
 # --- stream mapping -----------------------------------------------------------------------
@@ -508,9 +467,7 @@ async def test_stream_without_message_stop_raises_provider_unavailable() -> None
     seen: list[StreamEvent] = []
 
     with pytest.raises(ProviderUnavailable, match="stream ended before the model finished"):
-        async with make_provider().stream(HELLO) as events:
-            async for event in events:
-                seen.append(event)
+        await collect(make_provider(), into=seen)
 
     assert seen == [TextDelta("Let"), TextDelta(" me"), TextDelta(" look")]
 
@@ -537,9 +494,7 @@ async def test_error_event_mid_stream_raises_provider_unavailable() -> None:
     with pytest.raises(
         ProviderUnavailable, match=r"mid-way \(overloaded_error\): Overloaded"
     ) as caught:
-        async with make_provider().stream(HELLO) as events:
-            async for event in events:
-                seen.append(event)
+        await collect(make_provider(), into=seen)
 
     assert caught.value.retryable
     assert seen == [TextDelta("Looking at")]
@@ -552,9 +507,7 @@ async def test_cancelling_the_consumer_closes_the_http_stream() -> None:
     seen: list[StreamEvent] = []
 
     with anyio.move_on_after(0.5) as scope:
-        async with make_provider().stream(HELLO) as events:
-            async for event in events:
-                seen.append(event)
+        await collect(make_provider(), into=seen)
 
     assert scope.cancelled_caught
     assert seen == [TextDelta("Hello")]
@@ -564,11 +517,7 @@ async def test_cancelling_the_consumer_closes_the_http_stream() -> None:
 # --- request ------------------------------------------------------------------------------
 
 TOOLS = (
-    ToolSpec(
-        name="read_file",
-        description="Read a text file.",
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-    ),
+    READ_FILE,
     ToolSpec(
         name="grep",
         description="Search files.",
@@ -926,8 +875,7 @@ async def test_overload_before_any_output_is_retried_by_the_shared_wrapper() -> 
     )
     provider = create_provider("anthropic", config, {"ANTHROPIC_API_KEY": KEY})
 
-    async with provider.stream(HELLO) as stream:
-        events = [event async for event in stream]
+    events = await collect(provider)
 
     notices = [e for e in events if isinstance(e, RetryNotice)]
     assert [notice.reason for notice in notices] == [

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 import respx
+from provider_support import (
+    READ_FILE,
+    SSE,
+    RecordingStream,
+    collector,
+    sent_body,
+    sse,
+    sse_events,
+)
 
 from acp_agent.config import ModelConfig, OpenAIProviderConfig
 from acp_agent.messages import (
@@ -27,7 +34,6 @@ from acp_agent.messages import (
     ToolCallPart,
     ToolCallStart,
     ToolResultPart,
-    ToolSpec,
     Usage,
 )
 from acp_agent.providers import (
@@ -42,7 +48,6 @@ from acp_agent.providers.openai_chat import OpenAIChatProvider
 
 pytestmark = pytest.mark.anyio
 
-SSE = Path(__file__).parent / "sse"
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
 KEY = "sk-test-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 HELLO = ModelRequest(model="gpt-4.1", system="", messages=[Message("user", [TextPart("hi")])])
@@ -57,51 +62,11 @@ def make_provider(
     return OpenAIChatProvider(name, OpenAIProviderConfig(**settings), env)
 
 
-def sse(name: str) -> httpx.Response:
-    return httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=(SSE / name).read_bytes()
-    )
-
-
 def error(status: int, body: object) -> httpx.Response:
     return httpx.Response(status, json=body)
 
 
-async def collect(provider: OpenAIChatProvider, request: ModelRequest = HELLO) -> list[StreamEvent]:
-    async with provider.stream(request) as events:
-        return [event async for event in events]
-
-
-def sent_body(route: respx.Route) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls.last.request.content)
-    return body
-
-
-class RecordingStream(httpx.AsyncByteStream):
-    """A response body that yields SSE events one by one and records being closed."""
-
-    def __init__(
-        self, events: Sequence[bytes], *, then: BaseException | None = None, hang: bool = False
-    ) -> None:
-        self.events = events
-        self.then = then
-        self.hang = hang
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for event in self.events:
-            yield event
-        if self.hang:
-            await anyio.sleep_forever()
-        if self.then is not None:
-            raise self.then
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
-def sse_events(name: str) -> list[bytes]:
-    return [event + b"\n\n" for event in (SSE / name).read_bytes().split(b"\n\n") if event]
+collect = collector(HELLO)
 
 
 # --- stream mapping -----------------------------------------------------------------------
@@ -423,9 +388,7 @@ async def test_stream_that_ends_without_finish_reason_raises_provider_unavailabl
     seen: list[StreamEvent] = []
 
     with pytest.raises(ProviderUnavailable, match="stream ended before the model finished"):
-        async with make_provider().stream(HELLO) as events:
-            async for event in events:
-                seen.append(event)
+        await collect(make_provider(), into=seen)
 
     assert seen == [TextDelta("Let"), TextDelta(" me"), TextDelta(" look")]
 
@@ -466,13 +429,7 @@ async def test_a_stream_event_that_is_not_json_raises_provider_error() -> None:
 
 # --- request ------------------------------------------------------------------------------
 
-TOOLS = (
-    ToolSpec(
-        name="read_file",
-        description="Read a text file.",
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-    ),
-)
+TOOLS = (READ_FILE,)
 CONVERSATION = [
     Message("user", [TextPart("What is in this picture?"), ImagePart("iVBORw0KGgo=", "image/png")]),
     Message(
@@ -635,9 +592,7 @@ async def test_cancelling_a_silent_stream_closes_the_response_at_once() -> None:
     seen: list[StreamEvent] = []
 
     with anyio.fail_after(5), anyio.move_on_after(0.2) as scope:
-        async with make_provider().stream(HELLO) as events:
-            async for event in events:
-                seen.append(event)
+        await collect(make_provider(), into=seen)
 
     assert scope.cancelled_caught
     assert seen == [TextDelta("Hello")]

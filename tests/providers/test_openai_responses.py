@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 import respx
+from provider_support import READ_FILE, collect, sent_body, sse, sse_events
 
 from acp_agent.config import ModelConfig, OpenAIProviderConfig
 from acp_agent.messages import (
@@ -28,7 +28,6 @@ from acp_agent.messages import (
     ToolCallPart,
     ToolCallStart,
     ToolResultPart,
-    ToolSpec,
     Usage,
 )
 from acp_agent.providers import (
@@ -42,7 +41,6 @@ from acp_agent.providers.openai_chat import OpenAIChatProvider
 
 pytestmark = pytest.mark.anyio
 
-SSE = Path(__file__).parent / "sse"
 RESPONSES_URL = "https://api.openai.com/v1/responses"
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
 KEY = "sk-test-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
@@ -52,13 +50,7 @@ MODELS = (
     ModelConfig(id="gpt-4.1-mini"),
 )
 HELLO = [Message("user", [TextPart("hi")])]
-TOOLS = (
-    ToolSpec(
-        name="read_file",
-        description="Read a text file.",
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-    ),
-)
+TOOLS = (READ_FILE,)
 ENCRYPTED = (
     "gAAAAABosfG1Xk3vQ9bYw2LrT8sV0nE4bZcQm2HkYx0pLrVdT8sW1nE4bZc-7fTz1LqWm3XvN0yR5bKc7dHs"
     "2sGh6PjVx9QeT4nM1wZk8aLr_Q3kv9x1deJ5uFaWq9xTn2LrC7dYh0vJ5uFa=="
@@ -76,16 +68,6 @@ def request(
     messages: Sequence[Message] = HELLO, model: str = "gpt-4.1", **fields: Any
 ) -> ModelRequest:
     return ModelRequest(model=model, system=fields.pop("system", ""), messages=messages, **fields)
-
-
-def sse(name: str) -> httpx.Response:
-    return httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=(SSE / name).read_bytes()
-    )
-
-
-def sse_events(name: str) -> list[bytes]:
-    return [event + b"\n\n" for event in (SSE / name).read_bytes().split(b"\n\n") if event]
 
 
 def event(data: dict[str, Any]) -> bytes:
@@ -106,16 +88,6 @@ def stream_of(events: Sequence[bytes]) -> httpx.Response:
     return httpx.Response(
         200, headers={"content-type": "text/event-stream"}, stream=ChunkedStream(events)
     )
-
-
-async def collect(provider: OpenAIChatProvider, call: ModelRequest) -> list[StreamEvent]:
-    async with provider.stream(call) as events:
-        return [item async for item in events]
-
-
-def sent_body(route: respx.Route, index: int = -1) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(route.calls[index].request.content)
-    return body
 
 
 def reply_from(events: Sequence[StreamEvent]) -> Message:
@@ -531,9 +503,7 @@ async def test_a_stream_that_ends_before_the_response_completes_is_unavailable()
     seen: list[StreamEvent] = []
 
     with pytest.raises(ProviderUnavailable, match="stream ended before the model finished"):
-        async with make_provider().stream(request()) as events:
-            async for item in events:
-                seen.append(item)
+        await collect(make_provider(), request(), into=seen)
 
     assert seen == [TextDelta("Hello"), TextDelta("!")]
 
