@@ -140,6 +140,10 @@ class Agent:
             return
         session.cancel()
 
+    def cancel_all(self) -> None:
+        for session in self._sessions.values():
+            session.cancel()
+
     async def close_session(self, request: s.CloseSessionRequest) -> s.CloseSessionResponse:
         session = self._session(request.session_id)
         session.cancel()

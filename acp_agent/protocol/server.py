@@ -39,7 +39,7 @@ async def serve(
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as background:
         server = AcpServer(endpoint, background, config_path=config_path, env=env)
-        await endpoint.serve(server)
+        await endpoint.serve(server, on_drain_timeout=server.wind_down)
         background.cancel_scope.cancel()
 
 
@@ -90,6 +90,12 @@ class AcpServer:
         if self._agent is None:
             return  # no session can exist before the agent does
         await getattr(self._agent, spec.handler)(_parse_params(spec, params))
+
+    def wind_down(self) -> None:
+        """The client is gone and work still runs: cancel every turn, which then answers
+        `cancelled` as a prompt should."""
+        if self._agent is not None:
+            self._agent.cancel_all()
 
     # --- warm-up -------------------------------------------------------------------------
 

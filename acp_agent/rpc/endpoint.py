@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 RequestId = int | str
 CANCEL_REQUEST = "$/cancel_request"
+WIND_DOWN_SECONDS = 0.5
 
 
 class Handler(Protocol):
@@ -87,13 +88,20 @@ class Endpoint:
 
     # --- running -----------------------------------------------------------------------
 
-    async def serve(self, handler: Handler, *, drain_timeout: float = 2.0) -> None:
+    async def serve(
+        self,
+        handler: Handler,
+        *,
+        drain_timeout: float = 2.0,
+        on_drain_timeout: Callable[[], None] | None = None,
+    ) -> None:
         """Serve until the input ends.
 
         Then outbound waiters fail with `ConnectionClosed`, requests still running get
-        `drain_timeout` seconds to answer (input from a file ends before the work does),
-        the rest are cancelled (and answer `REQUEST_CANCELLED`), and queued frames are
-        flushed before returning.
+        `drain_timeout` seconds to answer (input from a file ends before the work does).
+        Past that, `on_drain_timeout` may wind work down so it answers on its own terms
+        (a brief grace); what still runs is cancelled (and answers `REQUEST_CANCELLED`),
+        and queued frames are flushed before returning.
         """
         async with anyio.create_task_group() as writer:
             writer.start_soon(self._write_frames)
@@ -104,6 +112,10 @@ class Endpoint:
                 self._wake_waiters()
                 if self._in_flight:
                     with anyio.move_on_after(drain_timeout):
+                        await self._drained.wait()
+                if self._in_flight and on_drain_timeout is not None:
+                    on_drain_timeout()
+                    with anyio.move_on_after(WIND_DOWN_SECONDS):
                         await self._drained.wait()
                 for scope in self._in_flight.values():
                     scope.cancel()  # each still answers, with REQUEST_CANCELLED

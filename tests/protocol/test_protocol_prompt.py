@@ -473,3 +473,16 @@ async def test_session_close_cancels_the_running_prompt_and_forgets_the_session(
         assert (await client.reply(request_id))["result"] == {"stopReason": "cancelled"}
         error = await client.error("session/prompt", prompt_params(session_id))
         assert error["code"] == -32002
+
+
+async def test_when_input_ends_mid_turn_the_prompt_still_answers_cancelled(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        await client.initialize()
+        session_id = await client.new_session(tmp_path)
+        request_id = await client.start_prompt(session_id, f"@slow 0.5\n{SLOW_WORDS}")
+        await client.wait_for(is_chunk(session_id))
+        await client.close()  # the editor went away mid-turn
+        reply = await client.wait_for(is_reply(request_id), within=5)
+    assert reply["result"] == {"stopReason": "cancelled"}
