@@ -1,13 +1,34 @@
-"""`acp-agent` serves ACP on stdio; `acp-agent run PROMPT` drives it headless."""
+"""`acp-agent` serves ACP on stdio; `acp-agent run PROMPT` drives it headless.
+
+This is the composition root: the one place that knows every room and wires them (the
+protocol server is handed a loader that builds the agent; nothing below imports upward).
+Heavy modules are imported inside functions, so `initialize` is answered before they load.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__, logs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from anyio.abc import TaskGroup
+
+    from .protocol.client import ClientProxy
+    from .protocol.server import Startup
+
+log = logging.getLogger("acp_agent")
+
+CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"  # as in config.py, which is too heavy to import here
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="TOML config file (default: $ACP_AGENT_CONFIG, else env)")
     parser.add_argument("--log-file", help="write logs here instead of stderr")
     parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="how much to log (default: the config's log_level, else info)",
     )
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="run one prompt headless and print the result")
@@ -47,17 +70,60 @@ def _serve(args: argparse.Namespace) -> int:
     from .protocol.server import serve
     from .rpc.framing import FdSink, FdSource
 
-    logs.configure(args.log_level, args.log_file)
+    config_path = args.config or os.environ.get(CONFIG_ENV_VAR) or None
+    level, file = logs.settings_from_config(config_path)
+    logs.configure(args.log_level or level or "info", args.log_file or file)
     frames_in, frames_out = _claim_stdio()
+    load = agent_loader(args.config, os.environ)
     try:
-        anyio.run(
-            lambda: serve(
-                FdSource(frames_in), FdSink(frames_out), config_path=args.config, env=os.environ
-            )
-        )
+        anyio.run(lambda: serve(FdSource(frames_in), FdSink(frames_out), load=load))
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[], Startup | str]:
+    """What the server runs in a worker thread once `initialize` is answered: the heavy
+    imports and the config; it returns how to build the agent, or the config's error."""
+
+    def load() -> Startup | str:
+        importlib.import_module("acp_agent.protocol.schema")
+        from .agent import Agent
+        from .child_env import agent_secrets
+        from .config import ConfigError, load_config
+        from .providers import provider_module_for
+        from .providers.pool import ProviderPool
+        from .providers.usage import load_encoder
+        from .sessions.manager import SessionManager
+        from .sessions.store import SessionStore, default_state_dir
+
+        try:
+            config = load_config(config_path, env)
+        except ConfigError as exc:
+            return str(exc)
+        log.info("configuration: %s; default model %s", config.source, config.default_choice)
+        _, provider, _ = config.find_model(config.default_choice)
+        importlib.import_module(provider_module_for(provider))
+        encoder = load_encoder()
+        state_dir = Path(config.state_dir) if config.state_dir else default_state_dir(env)
+        # Our own keys, wherever they come from, never reach the session files.
+        store = SessionStore(state_dir.expanduser(), agent_secrets(config, env))
+
+        def start(client: ClientProxy, background: TaskGroup) -> Agent:
+            sessions = SessionManager(
+                config,
+                client,
+                ProviderPool(config, env),
+                store,
+                env=env,
+                encoder=encoder,
+                background=background,
+            )
+            return Agent(config, sessions, client)
+
+        return start
+
+    return load
 
 
 def _claim_stdio() -> tuple[int, int]:

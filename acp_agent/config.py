@@ -191,6 +191,97 @@ ProviderConfig = Annotated[
 ]
 
 
+class ShellEnvironmentPolicy(_Strict):
+    """What commands the model runs (and other children) inherit of our environment.
+
+    Applied in this order, as codex's `shell_environment_policy` is: inherit, default
+    excludes, exclude, set, include_only. The variables our providers read their keys from
+    are never inherited, whatever this says (see `acp_agent.child_env`).
+    """
+
+    inherit: Literal["all", "core", "none"] = Field(
+        "all",
+        description="Start from all our variables, the core few (HOME, PATH, USER, LANG ...), "
+        "or none.",
+    )
+    ignore_default_excludes: StrictBool = Field(
+        False,
+        description="Keep variables whose names contain KEY, SECRET, TOKEN, PASSWORD or "
+        "CREDENTIAL (dropped by default; our own key variables are dropped regardless).",
+    )
+    exclude: tuple[str, ...] = Field(
+        (), description="Glob patterns (case-insensitive) of names to drop, e.g. 'AWS_*'."
+    )
+    set: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables set to fixed values, over what was inherited.",
+    )
+    include_only: tuple[str, ...] = Field(
+        (),
+        description="If not empty, keep only names matching one of these glob patterns "
+        "(case-insensitive), set ones included.",
+    )
+
+    @field_validator("exclude", "include_only")
+    @classmethod
+    def _patterns(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            if not pattern or "=" in pattern or "\0" in pattern:
+                raise ValueError(f"{pattern!r} is not a pattern of variable names")
+        return patterns
+
+    @field_validator("set")
+    @classmethod
+    def _variables(cls, variables: dict[str, str]) -> dict[str, str]:
+        for name, value in variables.items():
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not a variable name")
+            if "\0" in value:
+                raise ValueError(f"{name}: a value cannot hold a NUL character")
+        return variables
+
+
+class McpServerConfig(_Strict):
+    """An MCP server whose tools and prompts every session gets (`[mcp_servers.<name>]`).
+
+    `stdio` starts `command` with `args` in the session's directory, with the core few of
+    our variables (never our keys) plus `env`; `http` (streamable HTTP) and `sse` connect to
+    `url` with `headers`. A server the editor gives a session under the same name wins.
+    """
+
+    type: Literal["stdio", "http", "sse"] = Field(
+        "stdio", description="How to reach the server: a local command, streamable HTTP or SSE."
+    )
+    command: str | None = Field(None, description="stdio: the program to start.")
+    args: tuple[str, ...] = Field((), description="stdio: its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="stdio: variables set for the server, over the core few it inherits.",
+    )
+    url: str | None = Field(None, description="http, sse: the server's endpoint URL.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http, sse: HTTP headers sent with every request."
+    )
+    enabled: StrictBool = Field(True, description="false: keep the entry but do not connect.")
+
+    @model_validator(mode="after")
+    def _usable(self) -> McpServerConfig:
+        if self.type == "stdio":
+            if not self.command:
+                raise ValueError("a stdio server needs command")
+            if self.url is not None or self.headers:
+                raise ValueError("url and headers apply to http and sse servers only")
+        else:
+            if not self.url:
+                raise ValueError(f"an {self.type} server needs url")
+            if self.command is not None or self.args or self.env:
+                raise ValueError("command, args and env apply to stdio servers only")
+        for name, value in self.env.items():
+            if not name or "=" in name or "\0" in name or "\0" in value:
+                raise ValueError(f"env: {name!r} is not a variable name and value")
+        return self
+
+
 class AgentConfig(_Strict):
     default_model: str | None = Field(
         None,
@@ -207,7 +298,31 @@ class AgentConfig(_Strict):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Least severe log messages written."
     )
+    state_dir: str | None = Field(
+        None,
+        description="Where sessions are stored; the platform's user state directory if unset "
+        "($XDG_STATE_HOME/acp-agent, ~/.local/state/acp-agent).",
+    )
+    shell_environment_policy: ShellEnvironmentPolicy = Field(
+        ShellEnvironmentPolicy(),
+        description="What commands the model runs inherit of our environment (never our keys).",
+    )
     providers: dict[str, ProviderConfig] = Field(min_length=1)
+    mcp_servers: dict[str, McpServerConfig] = Field(
+        default_factory=dict,
+        description="MCP servers, by name, whose tools and prompts every session gets.",
+    )
+    mcp_connect_timeout: StrictFloat = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Seconds each MCP server has to connect; a slower one is reported as "
+        "failed, the session goes on without it and it is retried on next use.",
+    )
+    mcp_allow_sampling: StrictBool = Field(
+        False,
+        description="Let MCP servers ask our model for completions (sampling); declined if false.",
+    )
 
     _source: str = PrivateAttr("built-in")
 

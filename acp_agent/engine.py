@@ -9,6 +9,7 @@ answered) whatever ends the turn.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from .messages import (
     Usage,
     UsageUpdated,
 )
-from .providers import ContextWindowError, ModelRequest, Provider
+from .providers import ContextWindowError, ModelRequest, Provider, ProviderError
 from .providers.usage import UsageMeter
 from .tools import (
     Decision,
@@ -52,7 +53,6 @@ from .tools import (
     ToolFailed,
 )
 from .tools.permissions import (
-    DEFAULT_MODE,
     PermissionMemory,
     PermissionMode,
     decide,
@@ -62,6 +62,10 @@ from .tools.permissions import (
 log = logging.getLogger(__name__)
 
 CANCELLED_RESULT = "The user cancelled this tool call."
+CUT_OFF_RESULT = (
+    "Not run: the reply reached the output token limit while this tool call was being "
+    "written, so its arguments may be incomplete."
+)
 # Time allowed to report a tool call's end after the turn was cancelled.
 CLEANUP_SECONDS = 0.5
 
@@ -71,35 +75,60 @@ class TurnHost(Protocol):
 
     async def ask_permission(self, question: PermissionQuestion) -> Decision: ...
 
+    def keep(self, message: Message, message_id: str | None) -> None:
+        """A complete message joined the history (the session stores it)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
-class TurnSettings:
+class ModelSettings:
     model: str
     system_prompt: str
     context_window: int
-    max_turn_requests: int
     max_output_tokens: int | None = None
     thought_level: ThoughtLevel | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSetup:
+    """What one model request uses."""
+
+    provider: Provider
+    settings: ModelSettings
+
+
+class SessionChoices(Protocol):
+    """The user's choices, read live: a switch while a turn runs applies from the next model
+    request (model, thought level) or the next tool call (mode)."""
+
+    @property
+    def mode(self) -> PermissionMode: ...
+
+    async def model_setup(self) -> ModelSetup: ...
+
+
 @dataclass
 class Turn:
-    provider: Provider
-    settings: TurnSettings
+    choices: SessionChoices
     history: list[Message]
     tools: Mapping[str, Tool[Any]]
     context: ToolContext
     host: TurnHost
+    max_turn_requests: int = 50
     meter: UsageMeter = field(default_factory=UsageMeter)
     """The session's context and cost figures, updated after every model call."""
-    mode: PermissionMode = DEFAULT_MODE
     memory: PermissionMemory = field(default_factory=PermissionMemory)
     """The user's "always" answers, shared with the session."""
 
-    async def run(self, prompt: Message) -> TurnStopReason:
-        self.history.append(prompt)
+    _answered: list[ToolResultPart] = field(default_factory=list, init=False)
+    """Results of the tool round under way, kept as one message when it ends."""
+
+    async def run(self, prompt: Message, prompt_id: str | None = None) -> TurnStopReason:
+        self._keep(prompt, prompt_id)
+        # What the model reads for a tool call left unanswered, by how the turn ended.
+        not_run = CANCELLED_RESULT
         try:
-            for _ in range(self.settings.max_turn_requests):
+            for _ in range(self.max_turn_requests):
                 try:
                     stop = await self._call_model()
                 except ContextWindowError as exc:
@@ -107,82 +136,100 @@ class Turn:
                     return "max_tokens"
                 if stop == "pause_turn":
                     continue  # the vendor paused a long turn: calling again resumes it
+                calls = self._pending_calls()
+                if stop == "max_tokens" and calls:
+                    not_run = CUT_OFF_RESULT
+                    await self.host.emit(MessageChunk(_cut_off_notice(calls)))
+                    return "max_tokens"
                 if stop != "tool_use":
                     return stop
-                calls = self.history[-1].tool_calls
                 if not calls:
                     return "end_turn"
                 await self._run_tools(calls)
             return "max_turn_requests"
         except _PermissionCancelled:
             return "cancelled"
+        except ProviderError as exc:
+            not_run = f"Not run: the model's reply broke off ({exc})."
+            raise
+        except Exception as exc:
+            not_run = f"Not run: the turn failed ({type(exc).__name__})."
+            raise
         finally:
-            self._answer_open_tool_calls()
+            self._answer_open_tool_calls(not_run)
 
-    def _answer_open_tool_calls(self) -> None:
-        """Vendors reject a history where a tool call has no result: fill the gaps."""
+    def _pending_calls(self) -> list[ToolCallPart]:
+        """The tool calls of the reply just received (none when it was not kept)."""
         last = self.history[-1]
-        if last.role == "assistant":
-            calls, results = last.tool_calls, Message("tool")
-        elif last.role == "tool" and len(self.history) > 1:
-            calls, results = self.history[-2].tool_calls, last
-        else:
-            return
-        answered = {p.tool_call_id for p in results.parts if isinstance(p, ToolResultPart)}
-        for call in calls:
-            if call.id not in answered:
-                results.parts.append(
-                    ToolResultPart(call.id, (TextPart(CANCELLED_RESULT),), is_error=True)
-                )
-        if results.parts and results is not last:
-            self.history.append(results)
+        return last.tool_calls if last.role == "assistant" else []
+
+    def _keep(self, message: Message, message_id: str | None = None) -> None:
+        self.history.append(message)
+        self.host.keep(message, message_id)
+
+    def _answer_open_tool_calls(self, reason: str) -> None:
+        """Vendors reject a history where a tool call has no result: fill the gaps."""
+        results = open_call_results(self.history, self._answered, reason)
+        if results is not None:
+            self._keep(results)
+        self._answered = []
 
     # --- model calls ---------------------------------------------------------------------
 
     async def _call_model(self) -> ModelStopReason:
+        setup = await self.choices.model_setup()
+        settings = setup.settings
         request = ModelRequest(
-            model=self.settings.model,
-            system=self.settings.system_prompt,
+            model=settings.model,
+            system=settings.system_prompt,
             messages=list(self.history),
             tools=[tool.spec() for tool in self._offered().values()],
-            max_output_tokens=self.settings.max_output_tokens,
-            thought_level=self.settings.thought_level,
+            max_output_tokens=settings.max_output_tokens,
+            thought_level=settings.thought_level,
         )
         reply = _ReplyBuilder()
+        reply_id, thought_id = _new_id(), _new_id()
         stop: ModelStopReason | None = None
         reported: Usage | None = None
         try:
-            async with self.provider.stream(request) as events:
+            async with setup.provider.stream(request) as events:
                 async for event in events:
                     match event:
                         case TextDelta(text=text):
                             reply.add_text(text)
-                            await self.host.emit(MessageChunk(text))
+                            await self.host.emit(MessageChunk(text, reply_id))
                         case ThinkingDelta(text=text, provider_data=data):
                             reply.add_thinking(text, data)
                             if text:
-                                await self.host.emit(ThoughtChunk(text))
+                                await self.host.emit(ThoughtChunk(text, thought_id))
                         case ToolCallEnd(call=call):
                             reply.parts.append(call)
                         case Usage() as usage:
                             reported = usage
                         case Stop(reason=reason):
                             stop = reason
+                        case RetryNotice(restarts_reply=True):
+                            # The partial reply stays on screen but not in the history:
+                            # the model answers again from the start.
+                            reply, stop, reported = _ReplyBuilder(), None, None
+                            notice = _describe_restart(event)
+                            await self.host.emit(MessageChunk(notice, reply_id))
+                            reply_id, thought_id = _new_id(), _new_id()
                         case RetryNotice():
-                            await self.host.emit(ThoughtChunk(_describe_retry(event)))
+                            await self.host.emit(ThoughtChunk(_describe_retry(event), thought_id))
                         case _:
                             pass  # tool call start / argument deltas: shown once complete
         finally:
             # Whatever ended the call (stop, error, cancellation), keep what was streamed.
             message = reply.message()
             if message.parts:
-                self.history.append(message)
+                self._keep(message, reply_id)
             reading = self.meter.after_call(
                 self.history, reported, system=request.system, tools=request.tools
             )
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_SECONDS):
                 await self.host.emit(
-                    UsageUpdated(reading.used, self.settings.context_window, reading.cost_usd)
+                    UsageUpdated(reading.used, settings.context_window, reading.cost_usd)
                 )
         if stop is None:
             return "end_turn"
@@ -191,17 +238,18 @@ class Turn:
     # --- tool calls ----------------------------------------------------------------------
 
     async def _run_tools(self, calls: list[ToolCallPart]) -> None:
-        results = Message("tool")
-        self.history.append(results)
         for call in calls:
-            results.parts.append(await self._run_tool(call))
+            self._answered.append(await self._run_tool(call))
+        self._keep(Message("tool", list(self._answered)))
+        self._answered = []
 
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
-        offered = self._offered()
-        tool = offered.get(call.name)
+        # Looked up among all tools: one offered before a switch to read-only is refused
+        # by the policy below, with a reason the model can act on.
+        tool = self.tools.get(call.name)
         if tool is None:
             await self._announce(call, call.name, "other")
-            known = ", ".join(offered) or "none"
+            known = ", ".join(self._offered()) or "none"
             return await self._fail(call, f"There is no tool named {call.name!r}. Tools: {known}.")
         try:
             params = _parse_arguments(tool, call)
@@ -224,8 +272,10 @@ class Turn:
     async def _permit_and_run(
         self, call: ToolCallPart, tool: Tool[Any], params: Any, context: ToolContext, title: str
     ) -> ToolResultPart:
-        verdict = decide(tool, params, context, self.mode, self.memory)
+        verdict = decide(tool, params, context, self.choices.mode, self.memory)
         if verdict == "reject":
+            if self.choices.mode == "read-only" and not tool.read_only:
+                return await self._fail(call, _read_only_refusal(tool))
             return await self._fail(call, "The user chose to always reject calls like this.")
         if verdict == "ask":
             decision = await self.host.ask_permission(
@@ -243,6 +293,9 @@ class Turn:
             self.memory.remember(decision, tool, params, context)
             if decision in ("reject_once", "reject_always"):
                 return await self._fail(call, "The user rejected this tool call.")
+            if self.choices.mode == "read-only" and not tool.read_only:
+                # Switched to read-only while the question was open: the mode wins.
+                return await self._fail(call, _read_only_refusal(tool))
         await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
         try:
             outcome = await tool.run(params, context)
@@ -262,7 +315,7 @@ class Turn:
                 locations=outcome.locations or None,
             )
         )
-        return ToolResultPart(call.id, (TextPart(outcome.model_text),))
+        return ToolResultPart(call.id, outcome.model_parts or (TextPart(outcome.model_text),))
 
     async def _announce(
         self, call: ToolCallPart, title: str, kind: ToolKind, locations: tuple[Location, ...] = ()
@@ -272,11 +325,32 @@ class Turn:
         )
 
     def _offered(self) -> dict[str, Tool[Any]]:
-        return tools_for_mode(self.tools, self.mode)
+        return tools_for_mode(self.tools, self.choices.mode)
 
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
         await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
         return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+
+
+def open_call_results(
+    history: list[Message], answered: list[ToolResultPart], reason: str
+) -> Message | None:
+    """The tool message a history ending in tool calls still needs: the results given so far
+    plus `reason` for each call left without one; None when nothing is open."""
+    last = history[-1] if history else None
+    if last is None or last.role != "assistant" or not last.tool_calls:
+        return None
+    done = {part.tool_call_id for part in answered}
+    missing = [
+        ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+        for call in last.tool_calls
+        if call.id not in done
+    ]
+    return Message("tool", [*answered, *missing])
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
 
 
 class _PermissionCancelled(Exception):
@@ -287,6 +361,26 @@ def _describe_retry(notice: RetryNotice) -> str:
     return (
         f"[{notice.provider}: {notice.reason}; retrying in {notice.delay:.1f}s "
         f"(attempt {notice.attempt + 1} of {notice.max_attempts})]\n"
+    )
+
+
+def _read_only_refusal(tool: Tool[Any]) -> str:
+    return f"Not run: {tool.name} changes things, and the session is in read-only mode."
+
+
+def _describe_restart(notice: RetryNotice) -> str:
+    return (
+        f"\n\n[{notice.provider}: the reply broke off ({notice.reason}); asking again in "
+        f"{notice.delay:.1f}s (attempt {notice.attempt + 1} of {notice.max_attempts}). "
+        "The reply starts over below.]\n\n"
+    )
+
+
+def _cut_off_notice(calls: list[ToolCallPart]) -> str:
+    names = ", ".join(sorted({call.name for call in calls}))
+    return (
+        f"\n\n[The reply reached the output token limit while writing a tool call ({names}); "
+        "it was not run. Ask for a smaller step, or raise max_output_tokens for this model.]"
     )
 
 

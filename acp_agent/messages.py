@@ -144,6 +144,9 @@ class RetryNotice:
     delay: float
     attempt: int
     max_attempts: int
+    restarts_reply: bool = False
+    """The attempt failed after streaming part of a reply: what it streamed is void, and
+    the next attempt's reply replaces it."""
 
 
 StreamEvent: TypeAlias = (
@@ -206,11 +209,22 @@ class TerminalStream:
 @dataclass(frozen=True, slots=True)
 class MessageChunk:
     text: str
+    message_id: str | None = None
+    """Shared by every chunk of one message; a new id starts a new message (also on replay)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ThoughtChunk:
     text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessageChunk:
+    """A part of a user's prompt, shown again when a session is loaded."""
+
+    part: TextPart | ImagePart
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +272,22 @@ class UsageUpdated:
     cost_usd: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SessionInfoChanged:
+    title: str | None = None
+    updated_at: str | None = None
+    """ISO 8601."""
+
+
 TurnEvent: TypeAlias = (
-    MessageChunk | ThoughtChunk | ToolCallStarted | ToolCallUpdated | PlanUpdated | UsageUpdated
+    MessageChunk
+    | ThoughtChunk
+    | UserMessageChunk
+    | ToolCallStarted
+    | ToolCallUpdated
+    | PlanUpdated
+    | UsageUpdated
+    | SessionInfoChanged
 )
 
 TurnStopReason: TypeAlias = Literal[

@@ -23,6 +23,7 @@ no setup beyond writing its prompt:
     [[retry-after S]]      send `retry-after: S` with a scripted error
     [[drop]]               stream two deltas, then close the connection mid-body (no
                            finish_reason, no [DONE], no terminating HTTP chunk)
+    [[drop N]]             the same for the first N sends of this exact conversation only
     [[length]]             stream the reply, then finish_reason "length"
 
 When the request's last message is a `tool` message, the reply is instead
@@ -220,12 +221,19 @@ class FakeLLM(FakeServer[Exchange]):
 
     def _should_fail(self, body: dict[str, Any], script: Script) -> bool:
         """Whether a scripted error applies to this send of the conversation."""
-        if script.status_times is None:
+        return self._among_first_sends(body, script.status_times)
+
+    def _should_drop(self, body: dict[str, Any], script: Script) -> bool:
+        return script.drop and self._among_first_sends(body, script.drop_times)
+
+    def _among_first_sends(self, body: dict[str, Any], times: int | None) -> bool:
+        """Whether this send of the conversation is one of its first `times` (None: any)."""
+        if times is None:
             return True
         key = json.dumps(body.get("messages"), sort_keys=True)
         with self._changed:
             sent = self._sends[key] = self._sends.get(key, 0) + 1
-        return sent <= script.status_times
+        return sent <= times
 
 
 # --- HTTP ---------------------------------------------------------------------------------
@@ -297,6 +305,7 @@ class _Handler(FakeHandler):
         else:
             deltas = [] if script.tools else _words(REPLY_PREFIX + script.text)
         tool_calls = [] if messages[-1].get("role") == "tool" else script.tools
+        script.drop = self.server.fake._should_drop(body, script)
         if script.drop:
             deltas = [*deltas, "more ", "words "][:2]
         finish = "tool_calls" if tool_calls else "length" if script.length else "stop"

@@ -58,7 +58,7 @@ _SIMPLE = re.compile(
     r"|deltas\s+(?P<deltas>\d+)"
     r"|status\s+(?P<status>\d{3})(?:\s+(?P<times>\d+))?"
     r"|retry-after\s+(?P<retry_after>\d+(?:\.\d*)?|\.\d+)"
-    r"|(?P<drop>drop)"
+    r"|(?P<drop>drop)(?:\s+(?P<drop_times>\d+))?"
     r"|(?P<length>length))\s*\]\]"
 )
 _TOOL_HEAD = re.compile(r"\[\[tool\s+(?P<name>[^\s\]]+)\s*")
@@ -81,6 +81,8 @@ class Script:
     """Fail only the first `status_times` sends of the conversation; None: always."""
     retry_after: str | None = None
     drop: bool = False
+    drop_times: int | None = None
+    """Drop only the first `drop_times` sends of the conversation; None: always."""
     length: bool = False
 
 
@@ -125,6 +127,8 @@ def _parse_simple(prompt: str, start: int, script: Script) -> int | None:
         script.retry_after = simple.group("retry_after")
     elif simple.group("drop"):
         script.drop = True
+        if simple.group("drop_times") is not None:
+            script.drop_times = int(simple.group("drop_times"))
     else:
         script.length = True
     return simple.end()

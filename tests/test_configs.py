@@ -372,3 +372,79 @@ def test_the_source_of_a_configuration_is_not_a_key_a_file_can_set(tmp_path: Pat
     with pytest.raises(ConfigError) as caught:
         load_config_file(path)
     assert "source: unknown key" in str(caught.value)
+
+
+# --- shell_environment_policy --------------------------------------------------------------
+
+BAD_POLICIES = {
+    "unknown key": ("inherit_all = true", "shell_environment_policy.inherit_all", "unknown key"),
+    "unknown inherit choice": (
+        'inherit = "some"',
+        "shell_environment_policy.inherit",
+        "'all', 'core' or 'none'",
+    ),
+    "a string for a boolean": (
+        'ignore_default_excludes = "yes"',
+        "shell_environment_policy.ignore_default_excludes",
+        "valid boolean",
+    ),
+    "one pattern instead of a list": (
+        'exclude = "AWS_*"',
+        "shell_environment_policy.exclude",
+        "valid tuple",
+    ),
+    "an empty pattern": (
+        'include_only = ["PATH", ""]',
+        "shell_environment_policy.include_only",
+        "not a pattern",
+    ),
+    "a number as a pattern": (
+        "include_only = [3]",
+        "shell_environment_policy.include_only.0",
+        "valid string",
+    ),
+    "a number as a value": ("set = { CI = 1 }", "shell_environment_policy.set.CI", "valid string"),
+    "a name with =": (
+        'set = { "A=B" = "x" }',
+        "shell_environment_policy.set",
+        "'A=B' is not a variable name",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("setting", "key_path", "message"), BAD_POLICIES.values(), ids=list(BAD_POLICIES)
+)
+def test_a_bad_shell_environment_policy_names_its_key(
+    tmp_path: Path, setting: str, key_path: str, message: str
+) -> None:
+    path = write(tmp_path, f"{ECHO}\n[shell_environment_policy]\n{setting}\n")
+
+    with pytest.raises(ConfigError) as caught:
+        load_config_file(path)
+
+    problems = str(caught.value).splitlines()[1:]
+    assert any(line.strip().startswith(f"{key_path}: ") for line in problems), problems
+    assert message in str(caught.value)
+
+
+def test_without_a_shell_environment_policy_credentials_are_dropped_and_the_rest_inherited(
+    tmp_path: Path,
+) -> None:
+    policy = load_config_file(write(tmp_path, ECHO)).shell_environment_policy
+
+    assert policy.inherit == "all"
+    assert policy.ignore_default_excludes is False
+    assert (policy.exclude, policy.set, policy.include_only) == ((), {}, ())
+
+
+def test_the_commented_shell_environment_policy_example_is_valid(tmp_path: Path) -> None:
+    text = (CONFIGS / "echo.toml").read_text(encoding="utf-8")
+    start = text.index("# [shell_environment_policy]")
+    block, rest = text[start:].split("\n\n", 1)
+    uncommented = "\n".join(line.removeprefix("# ") for line in block.splitlines())
+
+    config = load_config_file(write(tmp_path, f"{text[:start]}{uncommented}\n\n{rest}"))
+
+    assert config.shell_environment_policy.exclude == ("AWS_*", "*_DSN")
+    assert config.shell_environment_policy.set == {"CI": "1"}

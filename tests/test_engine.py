@@ -12,10 +12,11 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from acp_agent.engine import Turn, TurnSettings
+from acp_agent.engine import ModelSettings, ModelSetup, Turn
 from acp_agent.messages import (
     Message,
     MessageChunk,
+    RetryNotice,
     Stop,
     StreamEvent,
     TextDelta,
@@ -36,7 +37,7 @@ from acp_agent.messages import (
 )
 from acp_agent.providers import ModelRequest, ProviderError
 from acp_agent.tools import Decision, PermissionQuestion, Tool, ToolContext, ToolOutcome, ToolParams
-from acp_agent.tools.permissions import PermissionMemory
+from acp_agent.tools.permissions import PermissionMemory, PermissionMode
 
 pytestmark = pytest.mark.anyio
 
@@ -86,6 +87,8 @@ class Host:
         self._decisions = list(decisions)
         self.chunk_seen = anyio.Event()
         self.in_progress: dict[str, anyio.Event] = {}
+        self.kept: list[tuple[Message, str | None]] = []
+        """What the session would store, in order."""
 
     async def emit(self, event: TurnEvent) -> None:
         self.events.append(event)
@@ -93,6 +96,9 @@ class Host:
             self.chunk_seen.set()
         if isinstance(event, ToolCallUpdated) and event.status == "in_progress":
             self.running(event.id).set()
+
+    def keep(self, message: Message, message_id: str | None) -> None:
+        self.kept.append((message, message_id))
 
     def running(self, call_id: str) -> anyio.Event:
         """Set once the tool call `call_id` starts running."""
@@ -163,6 +169,20 @@ def call(call_id: str, name: str, **arguments: Any) -> ToolCallEnd:
     return ToolCallEnd(ToolCallPart(call_id, name, arguments))
 
 
+class Choices:
+    """The session's choices as the engine reads them; tests change them mid-turn."""
+
+    def __init__(self, provider: Any, mode: PermissionMode = "ask") -> None:
+        self.provider = provider
+        self.mode = mode
+        self.settings = ModelSettings(
+            model="scripted-model", system_prompt="You are a test.", context_window=1000
+        )
+
+    async def model_setup(self) -> ModelSetup:
+        return ModelSetup(self.provider, self.settings)
+
+
 def make_turn(
     provider: ScriptedProvider,
     host: Host,
@@ -171,16 +191,12 @@ def make_turn(
     max_turn_requests: int = 10,
     history: list[Message] | None = None,
     memory: PermissionMemory | None = None,
+    choices: Choices | None = None,
 ) -> Turn:
     tools: dict[str, Tool[Any]] = {t.name: t for t in (Add(), WriteNote(), WaitForever())}
     return Turn(
-        provider=provider,
-        settings=TurnSettings(
-            model="scripted-model",
-            system_prompt="You are a test.",
-            context_window=1000,
-            max_turn_requests=max_turn_requests,
-        ),
+        choices=Choices(provider) if choices is None else choices,
+        max_turn_requests=max_turn_requests,
         history=[] if history is None else history,
         tools=tools,
         context=ToolContext(
@@ -634,6 +650,9 @@ async def test_a_provider_error_mid_stream_propagates_and_the_history_stays_vali
     with pytest.raises(ProviderError, match="stream broke"):
         await turn.run(user("go"))
     assert_history_valid(turn.history)
+    (result,) = tool_results(turn.history[-1])
+    assert "cancelled" not in result.text
+    assert result.text == "Not run: the model's reply broke off (scripted: stream broke)."
 
 
 async def test_a_provider_error_when_the_call_starts_propagates(tmp_path: Path) -> None:
@@ -656,3 +675,114 @@ async def test_a_provider_error_on_a_later_call_propagates_after_the_tools_ran(
         await turn.run(user("go"))
     assert tool_results(turn.history[2])[0].text == "2"
     assert_history_valid(turn.history)
+
+
+# --- a reply that broke off and was asked again ------------------------------------------
+
+
+async def test_a_reply_restarted_after_a_drop_keeps_one_coherent_reply_in_the_history(
+    tmp_path: Path,
+) -> None:
+    restart = RetryNotice("scripted", "connection lost", 0.5, 1, 5, restarts_reply=True)
+    provider = ScriptedProvider(
+        [
+            ThinkingDelta("Hmm"),
+            TextDelta("Hel"),
+            call("c0", "add", a=9, b=9),
+            restart,
+            TextDelta("Hello there."),
+            Usage(input_tokens=10, output_tokens=3),
+            Stop("end_turn"),
+        ]
+    )
+    host = Host()
+    turn = make_turn(provider, host, tmp_path)
+    assert await turn.run(user("hi")) == "end_turn"
+    assert [m.role for m in turn.history] == ["user", "assistant"]
+    assert turn.history[1].parts == [TextPart("Hello there.")]
+    shown = [e.text for e in host.of_type(MessageChunk)]
+    assert shown[0] == "Hel"  # what was streamed stays on screen
+    assert "connection lost" in shown[1] and "starts over" in shown[1]
+    assert shown[2:] == ["Hello there."]
+    assert not host.of_type(ToolCallStarted)  # the broken reply's call never ran
+
+
+# --- a tool call cut off by the output limit -----------------------------------------------
+
+
+async def test_a_tool_call_cut_off_by_the_output_limit_is_not_run_and_the_turn_says_why(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [TextDelta("Writing."), call("c1", "write_note", text="half a no"), Stop("max_tokens")]
+    )
+    host = Host()
+    turn = make_turn(provider, host, tmp_path, choices=Choices(provider, mode="bypass"))
+    assert await turn.run(user("go")) == "max_tokens"
+    assert not host.of_type(ToolCallStarted)
+    assert_history_valid(turn.history)
+    (result,) = tool_results(turn.history[-1])
+    assert result.is_error and "output token limit" in result.text
+    assert "output token limit" in host.of_type(MessageChunk)[-1].text
+
+
+# --- choices that change while a turn runs -------------------------------------------------
+
+
+class SwitchingHost(Host):
+    """Runs `switch` once, when the first tool call completes (the user acting mid-turn)."""
+
+    def __init__(self, switch: Any) -> None:
+        super().__init__()
+        self._switch = switch
+
+    async def emit(self, event: TurnEvent) -> None:
+        await super().emit(event)
+        if isinstance(event, ToolCallUpdated) and event.status == "completed" and self._switch:
+            self._switch()
+            self._switch = None
+
+
+async def test_switching_to_read_only_mid_turn_stops_the_next_write_of_that_turn(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [call("c1", "add", a=1, b=1), Stop("tool_use")],
+        [call("c2", "write_note", text="late write"), Stop("tool_use")],
+        [TextDelta("ok"), Stop("end_turn")],
+    )
+    choices = Choices(provider, mode="bypass")
+    host = SwitchingHost(lambda: setattr(choices, "mode", "read-only"))
+    turn = make_turn(provider, host, tmp_path, choices=choices)
+    assert await turn.run(user("go")) == "end_turn"
+    second_request_tools = {spec.name for spec in provider.requests[1].tools}
+    assert "write_note" not in second_request_tools
+    (result,) = tool_results(turn.history[4])
+    assert result.is_error and "read-only" in result.text
+    assert [e.status for e in host.of_type(ToolCallUpdated) if e.id == "c2"] == ["failed"]
+
+
+async def test_a_model_or_thought_level_switch_applies_from_the_next_model_request(
+    tmp_path: Path,
+) -> None:
+    first = ScriptedProvider([call("c1", "add", a=1, b=1), Stop("tool_use")])
+    second = ScriptedProvider([TextDelta("from the new model"), Stop("end_turn")])
+    choices = Choices(first)
+
+    def switch() -> None:
+        choices.provider = second
+        choices.settings = ModelSettings(
+            model="other-model",
+            system_prompt="You are a test.",
+            context_window=2000,
+            thought_level="high",
+        )
+
+    host = SwitchingHost(switch)
+    turn = make_turn(first, host, tmp_path, choices=choices)
+    assert await turn.run(user("go")) == "end_turn"
+    assert len(first.requests) == 1
+    [request] = second.requests
+    assert (request.model, request.thought_level) == ("other-model", "high")
+    assert [m.role for m in request.messages] == ["user", "assistant", "tool"]
+    assert host.of_type(UsageUpdated)[-1].size == 2000

@@ -14,6 +14,7 @@ from ..rpc.errors import RpcError
 from ..tools import Decision, PermissionQuestion, ToolFailed
 from ..tools.base import TerminalExit, TerminalOutput
 from . import schema as s
+from .channel import ClientChannel
 from .handshake import ClientCapabilities
 from .updates import dump, session_update
 
@@ -81,6 +82,13 @@ class ClientProxy:
 
     def editor(self, session_id: str) -> SessionEditor:
         return SessionEditor(self, session_id)
+
+    def channel(self, session_id: str) -> ClientChannel:
+        return ClientChannel(self, session_id)
+
+    @property
+    def shows_terminal_stream(self) -> bool:
+        return self.capabilities.terminal_output_meta
 
 
 class SessionEditor:

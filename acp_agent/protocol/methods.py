@@ -1,33 +1,83 @@
-"""The agent-side method table, as data: wire name, params model, agent handler."""
+"""The agent-side methods: the interface the agent implements, and the method table.
+
+The server is handed an `AcpAgent` by the composition root (`cli.py`); it never imports
+the agent. The table maps each wire name to its params model (by name: the schema loads
+after `initialize`) and to the call that serves it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from . import schema as s
+    from .legacy import SetSessionModelRequest
+
+Answer = Any
+"""What a request answers: a JSON value, or `rpc.FollowedBy` one."""
+
+
+class AcpAgent(Protocol):
+    def queue_prompt(self, session_id: Any) -> int | None:
+        """Called as a prompt's frame is read, before later frames: its place in the queue."""
+        ...
+
+    async def authenticate(self, request: s.AuthenticateRequest) -> Answer: ...
+    async def new_session(self, request: s.NewSessionRequest) -> Answer: ...
+    async def load_session(self, request: s.LoadSessionRequest) -> Answer: ...
+    async def list_sessions(self, request: s.ListSessionsRequest) -> Answer: ...
+    async def resume_session(self, request: s.ResumeSessionRequest) -> Answer: ...
+    async def fork_session(self, request: s.ForkSessionRequest) -> Answer: ...
+    async def close_session(self, request: s.CloseSessionRequest) -> Answer: ...
+    async def delete_session(self, request: s.DeleteSessionRequest) -> Answer: ...
+    async def set_mode(self, request: s.SetSessionModeRequest) -> Answer: ...
+    async def set_config_option(self, request: s.SetSessionConfigOptionSelectRequest) -> Answer: ...
+    async def set_model(self, request: SetSessionModelRequest) -> Answer: ...
+    async def prompt(self, request: s.PromptRequest, place: int | None) -> Answer: ...
+    async def cancel(self, notification: s.CancelNotification) -> None: ...
+
+    def cancel_all(self) -> None:
+        """The client is gone: end every turn (each prompt still answers `cancelled`)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what is held open (sessions, providers' HTTP clients)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
     name: str
     params_model: str
-    """Name of the `acp.schema` model (resolved lazily: the schema loads after initialize)."""
-    handler: str
-    """Name of the `Agent` coroutine method that serves it."""
+    """Name of the model in `protocol.schema` or `protocol.legacy`."""
+    call: Callable[[AcpAgent, Any], Awaitable[Any]]
 
 
 REQUESTS = {
     m.name: m
     for m in (
-        Method("authenticate", "AuthenticateRequest", "authenticate"),
-        Method("session/new", "NewSessionRequest", "new_session"),
-        Method("session/prompt", "PromptRequest", "prompt"),
-        Method("session/close", "CloseSessionRequest", "close_session"),
+        Method("authenticate", "AuthenticateRequest", lambda a, r: a.authenticate(r)),
+        Method("session/new", "NewSessionRequest", lambda a, r: a.new_session(r)),
+        Method("session/load", "LoadSessionRequest", lambda a, r: a.load_session(r)),
+        Method("session/list", "ListSessionsRequest", lambda a, r: a.list_sessions(r)),
+        Method("session/resume", "ResumeSessionRequest", lambda a, r: a.resume_session(r)),
+        Method("session/fork", "ForkSessionRequest", lambda a, r: a.fork_session(r)),
+        Method("session/close", "CloseSessionRequest", lambda a, r: a.close_session(r)),
+        Method("session/delete", "DeleteSessionRequest", lambda a, r: a.delete_session(r)),
+        Method("session/prompt", "PromptRequest", lambda a, r: a.prompt(r, None)),
         Method(
-            "session/set_config_option", "SetSessionConfigOptionSelectRequest", "set_config_option"
+            "session/set_config_option",
+            "SetSessionConfigOptionSelectRequest",
+            lambda a, r: a.set_config_option(r),
         ),
-        Method("session/set_mode", "SetSessionModeRequest", "set_mode"),
+        Method("session/set_mode", "SetSessionModeRequest", lambda a, r: a.set_mode(r)),
         # Legacy (older v1 clients); its model is not in acp.schema.
-        Method("session/set_model", "SetSessionModelRequest", "set_model"),
+        Method("session/set_model", "SetSessionModelRequest", lambda a, r: a.set_model(r)),
     )
 }
 
-NOTIFICATIONS = {m.name: m for m in (Method("session/cancel", "CancelNotification", "cancel"),)}
+NOTIFICATIONS = {
+    m.name: m for m in (Method("session/cancel", "CancelNotification", lambda a, n: a.cancel(n)),)
+}

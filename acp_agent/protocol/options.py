@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..config import AgentConfig, ModelConfig, ThoughtLevel
-from ..sessions import Session
+from ..config import AgentConfig, ThoughtLevel
 from ..tools.permissions import ModeInfo
 from . import schema as s
 
@@ -22,21 +22,20 @@ THOUGHT_LEVELS: tuple[tuple[ThoughtLevel, str], ...] = (
 )
 
 
-def current_model(config: AgentConfig, session: Session) -> ModelConfig:
-    return config.find_model(session.model_choice)[2]
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """What a session has chosen, as the editor shows it."""
+
+    model: str
+    """'provider/model'."""
+    mode: str
+    thought_level: ThoughtLevel | None
+    """The effective level; None when the model does not reason."""
 
 
-def thought_level(config: AgentConfig, session: Session) -> ThoughtLevel | None:
-    """The effort to ask for, or None when the session's model does not reason."""
-    model = current_model(config, session)
-    if not model.reasoning:
-        return None
-    return session.thought_level or model.thought_level
-
-
-def config_options(config: AgentConfig, session: Session, modes: Sequence[ModeInfo]) -> list[Any]:
-    options: list[Any] = [_model_option(config, session)]
-    level = thought_level(config, session)
+def config_options(config: AgentConfig, choices: Choices, modes: Sequence[ModeInfo]) -> list[Any]:
+    options: list[Any] = [_model_option(config, choices)]
+    level = choices.thought_level
     if level is not None:
         options.append(
             s.SessionConfigOptionSelect(
@@ -60,7 +59,7 @@ def config_options(config: AgentConfig, session: Session, modes: Sequence[ModeIn
                 name="Mode",
                 description="What the agent may do without asking.",
                 category="mode",
-                current_value=session.mode,
+                current_value=choices.mode,
                 options=[
                     s.SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
                     for m in modes
@@ -70,7 +69,7 @@ def config_options(config: AgentConfig, session: Session, modes: Sequence[ModeIn
     return options
 
 
-def _model_option(config: AgentConfig, session: Session) -> Any:
+def _model_option(config: AgentConfig, choices: Choices) -> Any:
     groups = [
         s.SessionConfigSelectGroup(
             group=provider,
@@ -92,15 +91,15 @@ def _model_option(config: AgentConfig, session: Session) -> Any:
         name="Model",
         description="The model that answers the next prompt.",
         category="model",
-        current_value=session.model_choice,
+        current_value=choices.model,
         options=groups,
     )
 
 
-def legacy_models_state(config: AgentConfig, session: Session) -> dict[str, Any]:
+def legacy_models_state(config: AgentConfig, choices: Choices) -> dict[str, Any]:
     """The older `models` field of session responses (read by clients without config options)."""
     return {
-        "currentModelId": session.model_choice,
+        "currentModelId": choices.model,
         "availableModels": [
             {"modelId": choice, "name": model.name or choice}
             for choice, _, model in config.model_choices()
@@ -108,9 +107,9 @@ def legacy_models_state(config: AgentConfig, session: Session) -> dict[str, Any]
     }
 
 
-def mode_state(session: Session, modes: Sequence[ModeInfo]) -> s.SessionModeState:
+def mode_state(choices: Choices, modes: Sequence[ModeInfo]) -> s.SessionModeState:
     return s.SessionModeState(
-        current_mode_id=session.mode,
+        current_mode_id=choices.mode,
         available_modes=[
             s.SessionMode(id=m.id, name=m.name, description=m.description) for m in modes
         ],

@@ -1,70 +1,72 @@
 """The agent side of an ACP connection: dispatch, validation and lazy start-up.
 
 `initialize` is answered from hand-parsed params (no pydantic) so it never waits for the
-heavy imports; it starts a background warm-up that loads the schema, the config and the
-default provider's SDK in a worker thread. Every other method waits for that warm-up.
+heavy imports. Once its answer is written, the `Loader` the composition root gave us runs
+in a worker thread (schema, config, the default provider's SDK) and returns how to start
+the agent; every other method waits for that. The server knows the agent only as
+`methods.AcpAgent`.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from .. import logs
-from ..rpc.endpoint import Endpoint, FollowedBy
+from ..rpc.endpoint import Endpoint, FollowedBy, Work
 from ..rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
+from .client import ClientProxy
 from .handshake import ClientCapabilities, Handshake, initialize_response, parse_initialize
-from .methods import NOTIFICATIONS, REQUESTS, Method
-
-if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..config import AgentConfig
-    from ..providers.usage import Encoder
+from .methods import NOTIFICATIONS, REQUESTS, AcpAgent, Method
 
 log = logging.getLogger(__name__)
 
+CLOSE_SECONDS = 2.0
 
-async def serve(
-    source: ByteSource, sink: ByteSink, *, config_path: str | None, env: Mapping[str, str]
-) -> None:
+Startup = Callable[[ClientProxy, TaskGroup], AcpAgent]
+"""Builds the agent on the event loop, given the client and the connection's task group."""
+Loader = Callable[[], Startup | str]
+"""Runs in a worker thread: imports and loads what the agent needs; returns how to start
+it, or what is wrong (a config error), which then answers every later request."""
+
+
+async def serve(source: ByteSource, sink: ByteSink, *, load: Loader) -> None:
     """Serve one client until its input ends."""
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as background:
-        server = AcpServer(endpoint, background, config_path=config_path, env=env)
+        server = AcpServer(endpoint, background, load)
         await endpoint.serve(server, on_drain_timeout=server.wind_down)
         background.cancel_scope.cancel()
+    await server.aclose()
 
 
 class AcpServer:
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        background: TaskGroup,
-        *,
-        config_path: str | None,
-        env: Mapping[str, str],
-    ) -> None:
+    def __init__(self, endpoint: Endpoint, background: TaskGroup, load: Loader) -> None:
         self._endpoint = endpoint
         self._background = background
-        self._config_path = config_path
-        self._env = env
+        self._load = load
         self._handshake = Handshake(
             protocol_version=1, client=ClientCapabilities(), client_name=None
         )
-        self._agent: Agent | None = None
+        self._agent: AcpAgent | None = None
         self._startup_error: str | None = None
         self._ready = anyio.Event()
         self._warming = False
 
-    async def handle_request(self, method: str, params: Any) -> Any:
+    def receive_request(self, method: str, params: Any) -> Work:
+        place = None
+        if method == "session/prompt" and self._agent is not None:
+            # A cancel in the next frame must find this prompt (ARCHITECTURE rule 10).
+            place = self._agent.queue_prompt(_field(params, "sessionId"))
+        return partial(self.handle_request, method, params, place)
+
+    async def handle_request(self, method: str, params: Any, place: int | None = None) -> Any:
         if method == "initialize":
             self._handshake = parse_initialize(params)
             log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
@@ -75,11 +77,9 @@ class AcpServer:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
         agent = await self._ready_agent()
         request = _parse_params(spec, params)
-        result = await getattr(agent, spec.handler)(request)
-        answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if method == "session/new":
-            return FollowedBy(answer, partial(agent.after_new_session, answer["sessionId"]))
-        return answer
+        if method == "session/prompt":
+            return await agent.prompt(request, place)
+        return await spec.call(agent, request)
 
     async def handle_notification(self, method: str, params: Any) -> None:
         spec = NOTIFICATIONS.get(method)
@@ -89,13 +89,19 @@ class AcpServer:
             return
         if self._agent is None:
             return  # no session can exist before the agent does
-        await getattr(self._agent, spec.handler)(_parse_params(spec, params))
+        await spec.call(self._agent, _parse_params(spec, params))
 
     def wind_down(self) -> None:
         """The client is gone and work still runs: cancel every turn, which then answers
         `cancelled` as a prompt should."""
         if self._agent is not None:
             self._agent.cancel_all()
+
+    async def aclose(self) -> None:
+        """Release what the agent holds open (providers' HTTP clients); bounded."""
+        if self._agent is not None:
+            with anyio.move_on_after(CLOSE_SECONDS):
+                await self._agent.aclose()
 
     # --- warm-up -------------------------------------------------------------------------
 
@@ -108,7 +114,7 @@ class AcpServer:
             self._warming = True
             self._background.start_soon(self._warm_up)
 
-    async def _ready_agent(self) -> Agent:
+    async def _ready_agent(self) -> AcpAgent:
         self._start_warm_up()
         await self._ready.wait()
         if self._agent is None:
@@ -117,46 +123,23 @@ class AcpServer:
 
     async def _warm_up(self) -> None:
         try:
-            loaded = await anyio.to_thread.run_sync(self._load_heavy_modules)
-            if isinstance(loaded, str):
-                self._startup_error = loaded
-                log.error("%s", loaded)
+            # Nothing heavy (pydantic, the schema, vendor SDKs) may load on the loop's thread.
+            started = await anyio.to_thread.run_sync(self._load)
+            if isinstance(started, str):
+                self._startup_error = started
+                log.error("%s", started)
                 return
-            config, encoder = loaded
-            from ..agent import Agent
-            from .client import ClientProxy
-
             client = ClientProxy(self._endpoint, self._handshake.client)
-            self._agent = Agent(config, client, self._env, encoder, self._background)
+            self._agent = started(client, self._background)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")
         finally:
             self._ready.set()
 
-    def _load_heavy_modules(self) -> tuple[AgentConfig, Encoder | None] | str:
-        """The configuration and the token encoder, or what is wrong with the configuration.
 
-        Runs in a worker thread, so the event loop keeps answering meanwhile: nothing heavy
-        (pydantic, the schema, vendor SDKs) may be imported on the loop's thread.
-        """
-        importlib.import_module("acp_agent.protocol.schema")
-        importlib.import_module("acp_agent.agent")
-        from ..config import ConfigError, load_config
-        from ..providers import provider_module_for
-
-        try:
-            config = load_config(self._config_path, self._env)
-        except ConfigError as exc:
-            return str(exc)
-        if config.log_file or config.log_level != "info":
-            logs.configure(config.log_level, config.log_file)
-        log.info("configuration: %s; default model %s", config.source, config.default_choice)
-        _, provider, _ = config.find_model(config.default_choice)
-        importlib.import_module(provider_module_for(provider))
-        from ..providers.usage import load_encoder
-
-        return config, load_encoder()
+def _field(params: Any, name: str) -> Any:
+    return params.get(name) if isinstance(params, dict) else None
 
 
 def _parse_params(spec: Method, params: Any) -> Any:
@@ -168,7 +151,7 @@ def _parse_params(spec: Method, params: Any) -> Any:
         params = {}
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, f"{spec.name}: params must be an object")
-    if spec.name == "session/new":
+    if spec.name in ("session/new", "session/load"):
         params = {"mcpServers": [], **params}  # optional in early v1 clients
     try:
         model = getattr(schema, spec.params_model, None) or getattr(legacy, spec.params_model)

@@ -9,6 +9,7 @@ from ..messages import (
     Location,
     MessageChunk,
     PlanUpdated,
+    SessionInfoChanged,
     TerminalContent,
     TerminalStream,
     TextPart,
@@ -18,6 +19,7 @@ from ..messages import (
     ToolContent,
     TurnEvent,
     UsageUpdated,
+    UserMessageChunk,
 )
 from . import schema as s
 
@@ -89,13 +91,29 @@ def dump(model: s.BaseModel) -> dict[str, Any]:
 
 def _update_model(event: TurnEvent) -> s.BaseModel:
     match event:
-        case MessageChunk(text=text):
+        case MessageChunk(text=text, message_id=message_id):
             return s.AgentMessageChunk(
-                session_update="agent_message_chunk", content=_text_block(text)
+                session_update="agent_message_chunk",
+                content=_text_block(text),
+                message_id=message_id,
             )
-        case ThoughtChunk(text=text):
+        case ThoughtChunk(text=text, message_id=message_id):
             return s.AgentThoughtChunk(
-                session_update="agent_thought_chunk", content=_text_block(text)
+                session_update="agent_thought_chunk",
+                content=_text_block(text),
+                message_id=message_id,
+            )
+        case UserMessageChunk(part=part, message_id=message_id):
+            return s.UserMessageChunk(
+                session_update="user_message_chunk",
+                content=_text_block(part.text)
+                if isinstance(part, TextPart)
+                else s.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type),
+                message_id=message_id,
+            )
+        case SessionInfoChanged(title=title, updated_at=updated_at):
+            return s.SessionInfoUpdate(
+                session_update="session_info_update", title=title, updated_at=updated_at
             )
         case ToolCallStarted():
             return s.ToolCallStart(

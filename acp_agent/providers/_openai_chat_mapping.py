@@ -242,6 +242,8 @@ class ChunkMapper:
                 yield ToolCallArgsDelta(id=call.id, delta="".join(call.fragments))
 
     def _stop_reason(self) -> ModelStopReason:
+        if self.finish_reason == "length":
+            return "max_tokens"  # even with tool calls: their arguments may be cut off
         if self._calls:
             return "tool_use"
         if self._refused:

@@ -77,6 +77,11 @@ class OpenAIConnection:
         """The configured model with this id, if any."""
         return next((model for model in self.config.models if model.id == model_id), None)
 
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def close_quietly(self, stream: Any) -> None:
         """Release the HTTP response; shielded so a cancelled turn still frees the socket."""
         with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):

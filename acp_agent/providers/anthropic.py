@@ -53,6 +53,10 @@ DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 _CLOSE_TIMEOUT = 2.0
 
 # The extra each cloud type needs: (pip extra, a module it installs, what it is for).
+AnyAnthropicClient = (
+    anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
+)
+
 _EXTRAS = {
     "anthropic-bedrock": ("bedrock", "boto3", "Amazon Bedrock"),
     "anthropic-vertex": ("vertex", "google.auth", "Google Vertex AI"),
@@ -82,8 +86,14 @@ class AnthropicProvider:
         self._config = config
         self._env = env
         self._key: str | None = None
+        self._sdk_client: AnyAnthropicClient | None = None
         self._messages: AsyncMessages | None = None
         self._errors = _VENDOR_ERRORS
+
+    async def aclose(self) -> None:
+        if self._sdk_client is not None:
+            client, self._sdk_client, self._messages = self._sdk_client, None, None
+            await client.close()
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
@@ -133,7 +143,7 @@ class AnthropicProvider:
     def _get_messages(self) -> AsyncMessages:
         if self._messages is None:
             client = self._client() if self._config.type == "anthropic" else self._cloud_client()
-            self._messages = client.messages
+            self._sdk_client, self._messages = client, client.messages
         return self._messages
 
     def _client(self) -> anthropic.AsyncAnthropic:

@@ -48,3 +48,7 @@ class Provider(Protocol):
         Failures raise `ProviderError` subclasses, never vendor exceptions.
         """
         ...
+
+    async def aclose(self) -> None:
+        """Release the HTTP client and its connections; called once, at shutdown."""
+        ...

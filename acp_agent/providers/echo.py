@@ -68,6 +68,9 @@ class EchoProvider:
         self.name = name
         self._config = config
 
+    async def aclose(self) -> None:
+        pass  # no connections
+
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         events = self._events(request)

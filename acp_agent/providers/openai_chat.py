@@ -43,6 +43,9 @@ class OpenAIChatProvider:
         self._connection = OpenAIConnection(name, config, env)
         self._responses = OpenAIResponsesProvider(name, config, env, connection=self._connection)
 
+    async def aclose(self) -> None:
+        await self._connection.aclose()  # shared with the Responses provider
+
     def stream(
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:

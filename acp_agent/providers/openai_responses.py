@@ -40,6 +40,9 @@ class OpenAIResponsesProvider:
         self.name = name
         self._connection = connection or OpenAIConnection(name, config, env)
 
+    async def aclose(self) -> None:
+        await self._connection.aclose()
+
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         connection = self._connection

@@ -11,8 +11,11 @@ retryable `ProviderError` (rate limit, overload, 5xx, lost connection: see `erro
   since the first try: then the last error is raised, its message saying how many tries.
 
 Before each wait a `RetryNotice` event tells the consumer which provider failed, why, and
-how long the wait is. Once an event was yielded, a failure is raised at once: the engine
-keeps what was streamed, and a retry would repeat it.
+how long the wait is. A stream that breaks after some events (a dropped connection, an
+in-stream overload error) is retried the same way: its notice says `restarts_reply`, so the
+consumer drops the partial reply and takes the next attempt's whole reply instead. Sending
+the same request again is the one recovery every vendor supports; a continuation of the
+partial reply is not.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ class RetryingProvider:
         """The wrapped provider."""
         return self._inner
 
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         events = self._events(request)
@@ -86,7 +92,7 @@ class RetryingProvider:
                         yield event
                 return
             except ProviderError as exc:
-                if began or not exc.retryable:
+                if not exc.retryable:
                     raise
                 failure = exc
             # Outside the `except`: the consumer must not run inside our exception context.
@@ -97,6 +103,7 @@ class RetryingProvider:
                 delay=delay,
                 attempt=attempt,
                 max_attempts=self._config.max_attempts,
+                restarts_reply=began,
             )
             # Cancellable: a cancelled turn ends here at once.
             await (self._sleep or anyio.sleep)(delay)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,23 +22,43 @@ from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    PARSE_ERROR,
     REQUEST_CANCELLED,
     ConnectionClosed,
     RpcError,
 )
-from .framing import MAX_FRAME_BYTES, ByteSink, ByteSource, read_lines
+from .framing import (
+    MAX_FRAME_BYTES,
+    NOT_JSON,
+    ByteSink,
+    ByteSource,
+    decode_frame,
+    encode_frame,
+    read_lines,
+)
 
 log = logging.getLogger(__name__)
 
 RequestId = int | str
 CANCEL_REQUEST = "$/cancel_request"
 WIND_DOWN_SECONDS = 0.5
+GIVE_UP_SECONDS = 0.5
+"""How long a cancelled caller may wait to queue its `$/cancel_request` (outbox full)."""
+REMEMBERED_ABANDONED = 1024
+"""Ids of given-up requests remembered, so their late answers are dropped quietly."""
+
+
+Work = Callable[[], Awaitable[Any]]
+"""What answers one request: its result, or raise `RpcError` to answer with an error."""
 
 
 class Handler(Protocol):
-    async def handle_request(self, method: str, params: Any) -> Any:
-        """The result of a request; raise `RpcError` to answer with an error."""
+    def receive_request(self, method: str, params: Any) -> Work:
+        """Called by the reader in frame order, before the next frame is read.
+
+        Whatever a later frame may depend on is recorded here (a prompt's place in its
+        session's queue, which a cancel in the very next frame must find); the work it
+        returns runs later, in the request's own task and cancel scope.
+        """
         ...
 
     async def handle_notification(self, method: str, params: Any) -> None:
@@ -79,6 +98,7 @@ class Endpoint:
         )
         self._next_id = itertools.count()
         self._waiting: dict[RequestId, MemoryObjectSendStream[_Reply]] = {}
+        self._abandoned: dict[RequestId, None] = {}  # insertion-ordered, oldest first
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         self._closed = anyio.Event()
         self._frames_queued = 0
@@ -128,7 +148,11 @@ class Endpoint:
     # --- outbound ----------------------------------------------------------------------
 
     async def request(self, method: str, params: Any) -> Any:
-        """Send a request to the peer and wait for its answer; errors raise `RpcError`."""
+        """Send a request to the peer and wait for its answer; errors raise `RpcError`.
+
+        A caller that gives up (is cancelled) tells the peer with `$/cancel_request`, so
+        the peer can stop the work and close what it shows for it (a permission dialog).
+        """
         if self.closed:
             raise ConnectionClosed()
         request_id = next(self._next_id)
@@ -142,6 +166,9 @@ class Endpoint:
                 reply = await reply_receive.receive()
             except anyio.EndOfStream:
                 raise ConnectionClosed() from None
+            except anyio.get_cancelled_exc_class():
+                await self._give_up(request_id)
+                raise
         finally:
             self._waiting.pop(request_id, None)
             reply_receive.close()
@@ -152,91 +179,117 @@ class Endpoint:
     async def notify(self, method: str, params: Any) -> None:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
+    async def _give_up(self, request_id: RequestId) -> None:
+        """Send `$/cancel_request` for a request still unanswered, and remember its id so
+        a late answer is dropped quietly.
+
+        Shielded (the caller is being cancelled) but bounded, so a full outbox cannot hold
+        the cancellation up for long; pointless once the connection has closed.
+        """
+        if self.closed or self._waiting.pop(request_id, None) is None:
+            return  # nobody left to tell, or the answer is already here
+        self._abandoned[request_id] = None
+        if len(self._abandoned) > REMEMBERED_ABANDONED:
+            del self._abandoned[next(iter(self._abandoned))]
+        with anyio.move_on_after(GIVE_UP_SECONDS, shield=True):
+            with contextlib.suppress(ConnectionClosed):
+                await self.notify(CANCEL_REQUEST, {"requestId": request_id})
+
     # --- inbound -----------------------------------------------------------------------
 
     async def _receive_frame(self, tg: TaskGroup, handler: Handler, line: bytes) -> None:
-        if not line:
-            await self._send_error(None, RpcError(INVALID_REQUEST, "message too large"))
-            return
+        """Answer one frame as JSON-RPC says, or not at all (notifications, responses).
+
+        Never raises: one frame, whatever its bytes, must not end the reader and with it
+        the connection. What still fails unexpectedly is logged, and a request the
+        failure left unanswered gets -32603.
+        """
+        message: Any = None
         try:
-            message = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            await self._send_error(None, RpcError(PARSE_ERROR, f"parse error: {exc}"))
-            return
+            try:
+                message = decode_frame(line)
+            except RpcError as exc:
+                await self._send_error(None, exc)
+                return
+            await self._dispatch(tg, handler, message)
+        except Exception:
+            log.exception("unexpected failure while handling a frame")
+            await self._answer_unexpected(message)
+
+    async def _dispatch(self, tg: TaskGroup, handler: Handler, message: Any) -> None:
         if isinstance(message, list):
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "batch requests are not supported")
             )
-            return
-        if not isinstance(message, dict):
+        elif not isinstance(message, dict):
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "a message must be a JSON object")
             )
-            return
+        elif "method" not in message and ("result" in message or "error" in message):
+            self._receive_response(message)  # never answered, whatever its id
+        else:
+            await self._receive_call(tg, handler, message)
 
+    async def _receive_call(self, tg: TaskGroup, handler: Handler, message: dict[str, Any]) -> None:
+        """A request or a notification, or an invalid message answered -32600."""
         raw_id = message.get("id")
-        message_id = raw_id if _is_valid_id(raw_id) else None
         method = message.get("method")
-        if "id" in message and message_id is None:
+        if "id" in message and not _is_valid_id(raw_id):
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
             )
-        elif isinstance(method, str) and message_id is not None and message_id in self._in_flight:
-            # Answering under that id would pose as the answer to the first request.
+        elif not isinstance(method, str):
             await self._send_error(
-                None,
-                RpcError(
-                    INVALID_REQUEST, f"id {message_id!r} is already used by a request in flight"
-                ),
-            )
-        elif isinstance(method, str) and message_id is not None:
-            self._start_request(tg, handler, message_id, method, message.get("params"))
-        elif isinstance(method, str):
-            await self._receive_notification(handler, method, message.get("params"))
-        elif message_id is not None and ("result" in message or "error" in message):
-            self._receive_reply(message_id, message)
-        else:
-            await self._send_error(
-                message_id,
+                raw_id if _is_valid_id(raw_id) else None,
                 RpcError(
                     INVALID_REQUEST, "a message needs a method, or an id with a result or error"
                 ),
             )
+        elif not _is_valid_id(raw_id):  # no id at all: a notification
+            await self._receive_notification(handler, method, message.get("params"))
+        elif raw_id in self._in_flight:
+            # Answering under that id would pose as the answer to the first request.
+            in_use = f"id {_clip(repr(raw_id))} is already used by a request in flight"
+            await self._send_error(None, RpcError(INVALID_REQUEST, in_use))
+        else:
+            self._start_request(tg, handler, raw_id, method, message.get("params"))
+
+    async def _answer_unexpected(self, message: Any) -> None:
+        """The last line of defence: -32603 for a request whose frame failed before its
+        task was started (a started one answers for itself)."""
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return
+        request_id = message.get("id")
+        if not _is_valid_id(request_id) or request_id in self._in_flight:
+            return
+        try:
+            await self._send_error(request_id, RpcError(INTERNAL_ERROR, "internal error"))
+        except Exception:
+            log.exception("could not answer request %s", _clip(repr(request_id)))
 
     def _start_request(
         self, tg: TaskGroup, handler: Handler, request_id: RequestId, method: str, params: Any
     ) -> None:
         scope = anyio.CancelScope()
         self._in_flight[request_id] = scope
-        tg.start_soon(self._answer_request, handler, scope, request_id, method, params)
+        work = _accept(handler, method, params)
+        tg.start_soon(self._answer_request, work, scope, request_id, method)
 
     async def _answer_request(
-        self,
-        handler: Handler,
-        scope: anyio.CancelScope,
-        request_id: RequestId,
-        method: str,
-        params: Any,
+        self, work: Work, scope: anyio.CancelScope, request_id: RequestId, method: str
     ) -> None:
+        """Run one request in its own task and write its one response.
+
+        Never raises: an exception escaping this task would end the connection's task
+        group, so whatever `_respond` did not foresee still answers -32603.
+        """
         try:
-            reply = await self._outcome(handler, scope, method, params)
-            if reply.error is None:
-                result = reply.result
-                follow_up = None
-                if isinstance(result, FollowedBy):
-                    result, follow_up = result.result, result.follow_up
-                try:
-                    await self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
-                    if follow_up is not None:
-                        await self._run_follow_up(method, follow_up)
-                    return
-                except (TypeError, ValueError) as exc:
-                    log.error("%s returned a result that is not JSON: %s", method, exc)
-                    reply = _Reply(
-                        error=RpcError(INTERNAL_ERROR, f"{method} produced an invalid result")
-                    )
-            assert reply.error is not None
-            await self._send_error(request_id, reply.error)
+            await self._respond(work, scope, request_id, method)
+        except Exception:  # raised before the response was queued: the follow-up never raises
+            log.exception("answering %s failed", _clip(method))
+            with contextlib.suppress(Exception):
+                failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} failed")
+                await self._send_error(request_id, failure)
         finally:
             # In flight until answered: the drain at end of input waits for the answer too.
             if self._in_flight.get(request_id) is scope:
@@ -244,23 +297,41 @@ class Endpoint:
             if self.closed and not self._in_flight:
                 self._drained.set()
 
+    async def _respond(
+        self, work: Work, scope: anyio.CancelScope, request_id: RequestId, method: str
+    ) -> None:
+        """Write the work's outcome (a response JSON cannot carry becomes -32603), then
+        run its follow-up, if any."""
+        reply = await self._outcome(work, scope, method)
+        follow_up = None
+        if isinstance(reply.result, FollowedBy):
+            reply, follow_up = _Reply(result=reply.result.result), reply.result.follow_up
+        try:
+            frame = encode_frame(_response(request_id, reply))
+        except NOT_JSON as exc:
+            log.error("%s produced a response that is not JSON: %s", _clip(method), exc)
+            follow_up = None
+            failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} produced an invalid result")
+            frame = encode_frame(_response(request_id, _Reply(error=failure)))
+        await self._queue(frame)
+        if follow_up is not None:
+            await self._run_follow_up(method, follow_up)
+
     async def _run_follow_up(self, method: str, follow_up: Callable[[], Awaitable[None]]) -> None:
         try:
             await follow_up()
         except Exception:
-            log.exception("follow-up of %s failed", method)
+            log.exception("follow-up of %s failed", _clip(method))
 
-    async def _outcome(
-        self, handler: Handler, scope: anyio.CancelScope, method: str, params: Any
-    ) -> _Reply:
-        reply = _Reply(error=RpcError(REQUEST_CANCELLED, f"{method} was cancelled"))
+    async def _outcome(self, work: Work, scope: anyio.CancelScope, method: str) -> _Reply:
+        reply = _Reply(error=RpcError(REQUEST_CANCELLED, f"{_clip(method)} was cancelled"))
         try:
             with scope:
-                reply = _Reply(result=await handler.handle_request(method, params))
+                reply = _Reply(result=await work())
         except RpcError as exc:
             reply = _Reply(error=exc)
         except Exception as exc:
-            log.exception("%s failed", method)
+            log.exception("%s failed", _clip(method))
             reply = _Reply(error=RpcError(INTERNAL_ERROR, _short_failure(method, exc)))
         return reply
 
@@ -274,14 +345,18 @@ class Endpoint:
         try:
             await handler.handle_notification(method, params)
         except RpcError as exc:
-            log.warning("notification %s ignored: %s", method, exc.message)
+            log.warning("notification %s ignored: %s", _clip(method), exc.message)
         except Exception:
-            log.exception("notification %s failed", method)
+            log.exception("notification %s failed", _clip(method))
 
-    def _receive_reply(self, request_id: RequestId, message: dict[str, Any]) -> None:
-        waiter = self._waiting.pop(request_id, None)
+    def _receive_response(self, message: dict[str, Any]) -> None:
+        """Hand a response to the request waiting for it. A response is never answered:
+        one that matches no waiting request (a late answer to a request we gave up on,
+        a peer's error about a frame it could not read, with id null) is only logged."""
+        request_id = message.get("id")
+        waiter = self._waiting.pop(request_id, None) if _is_valid_id(request_id) else None
         if waiter is None:
-            log.warning("reply to unknown request id %r ignored", request_id)
+            self._drop_response(request_id, message)
             return
         error = message.get("error")
         if error is not None:
@@ -295,6 +370,17 @@ class Endpoint:
             waiter.send_nowait(reply)
         waiter.close()
 
+    def _drop_response(self, request_id: Any, message: dict[str, Any]) -> None:
+        if _is_valid_id(request_id) and request_id in self._abandoned:
+            del self._abandoned[request_id]
+            log.debug("late answer to abandoned request %s dropped", _clip(repr(request_id)))
+        else:
+            log.warning(
+                "response to no request of ours ignored (id %s)%s",
+                _describe_id(request_id),
+                _error_note(message),
+            )
+
     def _wake_waiters(self) -> None:
         for waiter in self._waiting.values():
             waiter.close()
@@ -306,7 +392,9 @@ class Endpoint:
         await self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})
 
     async def _send(self, message: dict[str, Any]) -> None:
-        frame = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        await self._queue(encode_frame(message))
+
+    async def _queue(self, frame: bytes) -> None:
         try:
             await self._outbox_send.send(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -341,13 +429,51 @@ class Endpoint:
                 self._frames_progress = anyio.Event()
 
 
+def _accept(handler: Handler, method: str, params: Any) -> Work:
+    """The handler's work for a request. A handler that fails even to accept it gets work
+    failing the same way, so that answer too is written in the one place."""
+    try:
+        return handler.receive_request(method, params)
+    except Exception as exc:
+        failure = exc
+
+        async def fail() -> Any:
+            raise failure
+
+        return fail
+
+
+def _response(request_id: RequestId, reply: _Reply) -> dict[str, Any]:
+    if reply.error is not None:
+        return {"jsonrpc": "2.0", "id": request_id, "error": reply.error.to_dict()}
+    return {"jsonrpc": "2.0", "id": request_id, "result": reply.result}
+
+
 def _short_failure(method: str, exc: Exception, limit: int = 300) -> str:
     """One line for the peer: the exception type and the first line of its message."""
     lines = str(exc).strip().splitlines()
     detail = lines[0].strip() if lines else ""
     if len(detail) > limit:
         detail = detail[: limit - 3] + "..."
-    return f"{method} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    return f"{_clip(method)} failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    """A peer-chosen string (method, id) short enough to quote in a message or a log."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe_id(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _clip(repr(value)) if _is_valid_id(value) else f"of type {type(value).__name__}"
+
+
+def _error_note(message: dict[str, Any]) -> str:
+    """The peer's error message, if the response carries one, for the log."""
+    error = message.get("error")
+    text = error.get("message") if isinstance(error, dict) else None
+    return f": {_clip(text)}" if isinstance(text, str) else ""
 
 
 def _is_valid_id(value: Any) -> TypeGuard[RequestId]:
@@ -355,14 +481,16 @@ def _is_valid_id(value: Any) -> TypeGuard[RequestId]:
 
 
 def _error_from_wire(error: Any) -> RpcError:
-    if isinstance(error, dict):
-        code = error.get("code")
-        return RpcError(
-            code if isinstance(code, int) else INTERNAL_ERROR,
-            str(error.get("message", "error without message")),
-            error.get("data"),
-        )
-    return RpcError(INTERNAL_ERROR, f"malformed error from peer: {error!r}")
+    """The peer's error object as an `RpcError`, whatever shape it came in."""
+    if not isinstance(error, dict):
+        return RpcError(INTERNAL_ERROR, f"malformed error from peer: a {type(error).__name__}")
+    code = error.get("code")
+    message = error.get("message")
+    return RpcError(
+        code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
+        message if isinstance(message, str) else "error without message",
+        error.get("data"),
+    )
 
 
 __all__ = ["CANCEL_REQUEST", "METHOD_NOT_FOUND", "Endpoint", "Handler", "RequestId"]

@@ -7,12 +7,15 @@ switch the descriptor to non-blocking mode, which would leak into the parent's s
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
+
+from .errors import INVALID_REQUEST, PARSE_ERROR, RpcError
 
 READ_CHUNK = 1 << 20
 MAX_FRAME_BYTES = 256 << 20
@@ -105,3 +108,69 @@ async def read_lines(source: ByteSource, max_bytes: int = MAX_FRAME_BYTES) -> As
     line = bytes(pending).strip()
     if line and not oversized:
         yield line
+
+
+# --- one frame <-> one JSON value ------------------------------------------------------
+
+
+class _NotJson(ValueError):
+    """Raised from the parser's hooks: text Python would read, but JSON does not allow."""
+
+
+def decode_frame(line: bytes) -> Any:
+    """The JSON value one line carries; raises `RpcError` with the answer for a line that
+    carries none.
+
+    Strict UTF-8 and strict JSON: `NaN` and `Infinity` are not JSON, and a number that only
+    fits a float as infinity (`1e999`) is refused too, so nothing we echo turns invalid.
+    Nesting past the recursion limit and integers past the digit limit cannot be read at
+    all; like any unreadable line they are parse errors, never an escaping exception.
+    """
+    if not line:  # what `read_lines` yields for a line over the size limit
+        raise RpcError(INVALID_REQUEST, "message too large")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RpcError(PARSE_ERROR, "parse error: the message is not UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise RpcError(PARSE_ERROR, f"parse error: {exc}") from None
+    except _NotJson as exc:
+        raise RpcError(PARSE_ERROR, f"parse error: {exc}") from None
+    except RecursionError:
+        raise RpcError(PARSE_ERROR, "parse error: nested too deeply") from None
+    except ValueError:  # int() past sys.get_int_max_str_digits()
+        raise RpcError(PARSE_ERROR, "parse error: a number with too many digits") from None
+
+
+def encode_frame(message: Any) -> bytes:
+    """One line of strict JSON (no `NaN`), UTF-8, newline-terminated.
+
+    Raises `TypeError`, `ValueError` or `RecursionError` for what JSON cannot carry.
+    A lone surrogate (a peer may send one as an escape, and we may echo it) cannot be
+    encoded as UTF-8, so such a frame is written with every non-ASCII character escaped.
+    """
+    try:
+        return _dump(message, ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:
+        return _dump(message, ensure_ascii=True).encode() + b"\n"
+
+
+NOT_JSON = (TypeError, ValueError, RecursionError)
+"""What `encode_frame` raises for a value JSON cannot carry."""
+
+
+def _dump(message: Any, *, ensure_ascii: bool) -> str:
+    return json.dumps(message, ensure_ascii=ensure_ascii, allow_nan=False, separators=(",", ":"))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _NotJson(f"the number {text[:40]} is out of range")
+    return value

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from typing import Any, Literal
 
 import anyio
 
+from ..rpc.endpoint import Work
 from ..rpc.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from . import _local
 from ._console import Console
@@ -30,7 +32,10 @@ class LocalClient:
         self._terminals = terminals
         self.permissions = permissions
 
-    async def handle_request(self, method: str, params: Any) -> Any:
+    def receive_request(self, method: str, params: Any) -> Work:
+        return partial(self._answer, method, params)
+
+    async def _answer(self, method: str, params: Any) -> Any:
         match method:
             case "fs/read_text_file":
                 return await _local.read_text_file(params)

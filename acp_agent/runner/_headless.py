@@ -14,6 +14,7 @@ import signal
 import sys
 import tempfile
 import traceback
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ import anyio
 from anyio.abc import Process
 
 from .. import __version__
+from ..child_env import child_environment
 from ..config import CONFIG_ENV_VAR, AgentConfig, ConfigError, EchoProviderConfig, load_config
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import ConnectionClosed, RpcError
@@ -63,7 +65,8 @@ class RunOptions:
     cwd: Path
     permissions: PermissionMode
     debug: bool
-    log_level: str
+    log_level: str | None
+    """None: the config file's, else info."""
 
 
 def run_headless(args: argparse.Namespace) -> int:
@@ -76,7 +79,7 @@ def run_headless(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console.notice(f"acp-agent: {_describe(config, options.config_path)}")
     try:
-        return anyio.run(_run, options, console)
+        return anyio.run(_run, options, console, child_environment(os.environ, config))
     except KeyboardInterrupt:  # Ctrl-C before our own handler was installed
         console.finish()
         console.notice("acp-agent: cancelled")
@@ -107,7 +110,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         cwd=cwd,
         permissions=permissions,
         debug=bool(getattr(args, "debug", False)),
-        log_level=getattr(args, "log_level", None) or "info",
+        log_level=getattr(args, "log_level", None),
     )
 
 
@@ -120,14 +123,17 @@ def _describe(config: AgentConfig, config_path: str | None) -> str:
     return f"using {choice} from {config.source}"
 
 
-async def _run(options: RunOptions, console: Console) -> int:
-    return await _Run(options, console).main()  # cancel scopes need a running loop
+async def _run(options: RunOptions, console: Console, child_env: Mapping[str, str]) -> int:
+    return await _Run(options, console, child_env).main()  # cancel scopes need a running loop
 
 
 class _Run:
-    def __init__(self, options: RunOptions, console: Console) -> None:
+    def __init__(self, options: RunOptions, console: Console, child_env: Mapping[str, str]) -> None:
         self._options = options
         self._console = console
+        # For the terminals the agent asks for; the agent itself inherits all of ours, keys
+        # included: that is how it reaches its model.
+        self._child_env = child_env
         self._permissions = Permissions(console, options.permissions)
         # Created now so that Ctrl-C can cancel it even before the conversation starts.
         self._conversation = anyio.CancelScope()
@@ -143,7 +149,7 @@ class _Run:
         code = EXIT_ERROR
         try:
             async with anyio.create_task_group() as tg:
-                terminals = Terminals(tg, self._options.cwd)
+                terminals = Terminals(tg, self._options.cwd, self._child_env)
                 client = LocalClient(self._console, terminals, self._permissions)
                 # No drain: once the agent is gone, nobody waits for our answers.
                 tg.start_soon(functools.partial(endpoint.serve, client, drain_timeout=0))
@@ -165,7 +171,9 @@ class _Run:
     async def _start_agent(self) -> tuple[Path | None, Process]:
         """The agent as a child; its stderr goes to a temporary log unless --debug."""
         command = [sys.executable, "-m", "acp_agent"]
-        command += ["--log-level", "debug" if self._options.debug else self._options.log_level]
+        level = "debug" if self._options.debug else self._options.log_level
+        if level is not None:
+            command += ["--log-level", level]
         if self._options.config_path:
             command += ["--config", self._options.config_path]
         # The agent leads its own session: a Ctrl-C typed on the terminal reaches only us,

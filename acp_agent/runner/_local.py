@@ -2,7 +2,9 @@
 
 Params arrive as the agent sent them (plain JSON); a bad one becomes -32602 naming the
 field. Commands run in their own process group, never on our stdout, and the whole group
-is ended on kill, release and exit, so nothing the agent started outlives the run.
+is ended on kill, release and exit, so nothing the agent started outlives the run. Their
+environment is ours as `child_environment` cleans it (no API keys), plus what the agent
+asks for.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import itertools
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import Process, TaskGroup
 
+from ..child_env import child_environment
 from ..rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 
 # After the command exits, how long its output may still trail in through the pipe (a
@@ -100,9 +105,14 @@ class _Terminal:
 class Terminals:
     """Every terminal the agent created; pumps run in the connection's task group."""
 
-    def __init__(self, task_group: TaskGroup, default_cwd: Path) -> None:
+    def __init__(
+        self, task_group: TaskGroup, default_cwd: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self._task_group = task_group
         self._default_cwd = default_cwd
+        # What commands start from, before the agent's additions: `child_environment` of
+        # ours under the run's config, so the model's commands never see our keys.
+        self._env = child_environment(os.environ) if env is None else env
         self._terminals: dict[str, _Terminal] = {}
         self._ids = itertools.count(1)
 
@@ -110,21 +120,30 @@ class Terminals:
         command = _command_line(params)
         cwd = _optional_str(params, "cwd") or str(self._default_cwd)
         limit = _optional_int(params, "outputByteLimit")
+        await anyio.lowlevel.checkpoint_if_cancelled()
         try:
-            process = await anyio.open_process(
-                command,
-                cwd=cwd,
-                env={**os.environ, **_env(params)},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, killed as one
-            )
+            # Shielded: once forked, the process must reach us, or a cancel landing before
+            # its pipes are connected would orphan its children (see tools/local.py).
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    command,
+                    cwd=cwd,
+                    env={**self._env, **_env(params)},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group, killed as one
+                )
         except OSError as exc:
             raise RpcError(
                 INTERNAL_ERROR, f"cannot start {command[0]}: {exc.strerror or exc}"
             ) from None
         terminal = _Terminal(process, limit)
+        try:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            await _end_group(terminal)  # the agent stopped waiting: nobody would end it
+            raise
         terminal_id = f"term-{next(self._ids)}"
         self._terminals[terminal_id] = terminal
         self._task_group.start_soon(_collect_output, terminal)

@@ -1,9 +1,11 @@
-"""A session: its own cwd, roots, history and model choice, and at most one running turn.
+"""A session: its own cwd, roots, history and choices, and at most one running turn.
 
 Prompts that arrive while a turn runs wait their turn in arrival order (editors such as
 `acpx` queue follow-ups, and refusing them would lose the user's message). `cancel()`
 stops the running turn and every prompt queued behind it: a user who presses stop means
-"stop", not "go on with the next message".
+"stop", not "go on with the next message". A prompt takes its place in the queue when its
+frame is read (`take_place`), so a cancel read after it finds it even if its task has not
+started yet.
 """
 
 from __future__ import annotations
@@ -26,25 +28,38 @@ class Session:
     id: str
     cwd: Path
     roots: tuple[Path, ...]
+    """The cwd first, then the additional directories."""
     model_choice: str
-    """'provider/model' answering the next prompt."""
+    """'provider/model' answering the next model request."""
     thought_level: ThoughtLevel | None = None
     """Reasoning effort chosen by the user; None means the model's default."""
     mode: PermissionMode = DEFAULT_MODE
     history: list[Message] = field(default_factory=list)
+    """The working context sent to the model (after compaction: a summary, then the rest)."""
     permissions: PermissionMemory = field(default_factory=PermissionMemory)
     tool_state: SessionToolState = field(default_factory=SessionToolState)
     usage: UsageMeter = field(default_factory=UsageMeter)
+    title: str | None = None
 
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     _running: anyio.CancelScope | None = field(default=None, repr=False)
-    _tickets_issued: int = field(default=0, repr=False)
+    _places_taken: int = field(default=0, repr=False)
     _cancelled_through: int = field(default=0, repr=False)
 
-    async def run_turn(self, turn: Callable[[], Awaitable[TurnStopReason]]) -> TurnStopReason:
+    @property
+    def additional_roots(self) -> tuple[Path, ...]:
+        return self.roots[1:]
+
+    def take_place(self) -> int:
+        """A prompt's place in the queue, taken as soon as its frame is read."""
+        self._places_taken += 1
+        return self._places_taken
+
+    async def run_turn(
+        self, turn: Callable[[], Awaitable[TurnStopReason]], place: int | None = None
+    ) -> TurnStopReason:
         """Run `turn` once every earlier prompt has finished; `cancelled` if cancelled."""
-        self._tickets_issued += 1
-        ticket = self._tickets_issued
+        ticket = self.take_place() if place is None else place
         async with self._turn_lock:
             if ticket <= self._cancelled_through:
                 return "cancelled"
@@ -57,9 +72,14 @@ class Session:
             return "cancelled"
 
     def cancel(self) -> None:
-        self._cancelled_through = self._tickets_issued
+        self._cancelled_through = self._places_taken
         if self._running is not None:
             self._running.cancel()
+
+    async def wait_idle(self) -> None:
+        """Until no turn runs and no prompt waits (after `cancel`, promptly)."""
+        async with self._turn_lock:
+            pass
 
     @property
     def busy(self) -> bool:

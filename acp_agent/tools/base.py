@@ -11,14 +11,16 @@ import os.path
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 from ..messages import (
+    ImagePart,
     Location,
     PlanEntry,
+    TextPart,
     ToolContent,
     ToolKind,
     ToolSpec,
@@ -116,6 +118,10 @@ class ToolContext:
     extension): local command output is then shown there rather than as text."""
     background: TaskGroup | None = None
     """The connection's task group: cleanup that must outlive a cancelled turn runs here."""
+    child_env: Mapping[str, str] | None = None
+    """What local commands start from: `child_environment` of the agent's environment and
+    config (the agent sets it per turn); None: of ours when the command starts, under the
+    default policy."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""
@@ -125,8 +131,12 @@ class ToolContext:
         return Path(os.path.normpath(candidate))
 
     def inside_roots(self, path: Path) -> bool:
-        """True when `path` (symlinks resolved) lies under one of the session roots."""
-        real = path.resolve()
+        """True when `path` (symlinks resolved) lies under one of the session roots; a path
+        that cannot be resolved (a symlink loop) counts as outside."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return False
         return any(real.is_relative_to(root.resolve()) for root in self.roots)
 
 
@@ -138,6 +148,9 @@ class ToolOutcome:
     """What the user sees in the tool call (diffs, terminals, text)."""
     locations: tuple[Location, ...] = ()
     title: str | None = None
+    model_parts: tuple[TextPart | ImagePart, ...] = ()
+    """What the model reads instead of `model_text` when text is not enough (images);
+    empty: `model_text`."""
 
 
 class ToolParams(BaseModel):
@@ -147,15 +160,24 @@ class ToolParams(BaseModel):
 P = TypeVar("P", bound=ToolParams)
 
 
-@dataclass(frozen=True)
-class Tool(Generic[P]):
-    """Subclasses set the class attributes and implement `run`."""
+class _ToolAttributes:
+    """What every tool has. Declared outside the `Tool` dataclass so they are not its fields:
+    a built-in tool sets them as class attributes, a tool made at run time (an MCP server's)
+    as fields of its own dataclass."""
 
-    name: ClassVar[str]
-    kind: ClassVar[ToolKind]
-    description: ClassVar[str]
-    params_model: ClassVar[type[ToolParams]]
-    read_only: ClassVar[bool] = True
+    name: str
+    kind: ToolKind
+    description: str
+    params_model: type[ToolParams]
+    read_only: bool = True
+    always_asks: bool = False
+    """Ask before every call in every mode but `bypass`, and never offer "always" (an MCP
+    tool that declares itself destructive)."""
+
+
+@dataclass(frozen=True)
+class Tool(_ToolAttributes, Generic[P]):
+    """Subclasses set the attributes (class or instance) and implement `run`."""
 
     def spec(self) -> ToolSpec:
         schema = self.params_model.model_json_schema()

@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from ..child_env import child_environment
 from .base import ToolFailed
 
 log = logging.getLogger(__name__)
@@ -185,25 +186,13 @@ class OutputCapture:
 OutputSink = Callable[[str], Awaitable[None]]
 
 
-# Our own credentials: a command the model runs (`env`, a script that prints its
-# environment) must not carry them back into the conversation.
-SECRET_NAME_PARTS = ("API_KEY", "_TOKEN", "SECRET", "PASSWORD")
-
-
-def command_environment() -> dict[str, str]:
-    """Our environment minus variables that look like credentials."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if not any(part in name.upper() for part in SECRET_NAME_PARTS)
-    }
-
-
 async def run_local_command(
     argv: Sequence[str],
     *,
     cwd: Path,
     env: Mapping[str, str],
+    # What `env` adds to: a `child_environment` (ToolContext.child_env); None: ours, cleaned.
+    base_env: Mapping[str, str] | None = None,
     time_limit: float,
     on_output: OutputSink,
     head_bytes: int,
@@ -218,16 +207,18 @@ async def run_local_command(
     cancellation propagates. Processes the command leaves behind are ended once it exits.
     """
     capture = OutputCapture(head_bytes, tail_bytes)
+    await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the start: start nothing
     try:
-        process = await anyio.open_process(
+        opening = anyio.open_process(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env={**command_environment(), **env},
+            env={**(child_environment(os.environ) if base_env is None else base_env), **env},
             start_new_session=True,
         )
+        process = await _started(opening)
     except OSError as exc:
         raise ToolFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     timed_out = False
@@ -263,6 +254,19 @@ async def run_local_command(
         total_bytes=capture.total,
         omitted_bytes=capture.omitted,
     )
+
+
+async def _started(opening: Awaitable[anyio.abc.Process]) -> anyio.abc.Process:
+    """The started command, whatever cancel lands meanwhile (the caller's next checkpoint
+    sees it, and the caller then ends the whole group).
+
+    asyncio forks the command first and connects its pipes after: a cancel landing in
+    between made it kill the group leader alone and hand us nothing, so the leader's
+    children (`sleep 30 & wait`) ran on, orphaned, in a group nobody would signal.
+    """
+    with anyio.CancelScope(shield=True):
+        process = await opening
+    return process
 
 
 async def _pump(

@@ -11,10 +11,16 @@ In every mode but `bypass`, a call that touches a path outside the session roots
 reads included. Paths are compared after `..` is folded and symlinks are resolved, so
 neither escapes the roots unnoticed.
 
-Answers of "always" are remembered per scope (`PermissionMemory`): for a shell command its
-program and subcommand (see `_shell_scope`), for an edit inside the roots the tool, for a
-call outside the roots the tool and the directory. "Always reject" is remembered too and
-wins over every mode: the user's explicit no stands.
+Answers of "always" are remembered per scope (`PermissionMemory`): for an edit inside the
+roots the tool, for a call outside the roots the tool and the directory, for a shell
+command each of its parts (see `_shell_scope`): a read-only program or subcommand (`cat`,
+`git status`) with any arguments that stay inside the roots, any other program with exactly
+the same words. A shell command that reaches outside the roots, writes through its
+arguments or runs other commands has no scope: it asks every time and offers no "always".
+"Always reject" is remembered too and wins over every mode: the user's explicit no stands.
+
+A tool that `always_asks` (an MCP tool that declares itself destructive) asks before every
+call in every mode but `bypass`, and no "always" answer is offered or applies to it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeGuard, get_args
 
 from ..messages import ToolKind
-from ._shell_scope import command_scopes
+from ._shell_scope import command_scopes, describe_scopes
 from .base import Tool, ToolContext, ToolParams
 
 Decision: TypeAlias = Literal[
@@ -92,6 +98,8 @@ def policy_asks(
     """Whether `mode` alone (no remembered answers) asks before this call."""
     if mode == "bypass":
         return False
+    if tool.always_asks:
+        return True
     if _outside_roots(tool, params, ctx):
         return True
     if tool.read_only:
@@ -134,14 +142,20 @@ class PermissionMemory:
     rejected: set[str] = field(default_factory=set)
 
     def scopes_for(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
-        """What an "always" answer to this call covers; () when it cannot be remembered."""
+        """What an "always" answer to this call covers; () when it cannot be remembered
+        (a tool that `always_asks`: no "always" is offered, and none applies)."""
+        if tool.always_asks:
+            return ()
         command = tool.command(params)
         if command is not None:
-            return command_scopes(command)
+            return command_scopes(command, ctx, _command_cwd(params))
         outside = [p for p in tool.paths(params, ctx) if not ctx.inside_roots(p)]
-        if outside:
+        if not outside:
+            return (f"tool:{tool.name}",)
+        try:
             return tuple(sorted({f"tool:{tool.name}:{_directory(p)}" for p in outside}))
-        return (f"tool:{tool.name}",)
+        except (OSError, RuntimeError):  # a symlink loop: no directory to name
+            return ()
 
     def allows(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
         scopes = self.scopes_for(tool, params, ctx)
@@ -176,7 +190,9 @@ class PermissionMemory:
         scopes = self.scopes_for(tool, params, ctx)
         if not scopes:
             return None
-        return " + ".join(_describe(scope) for scope in scopes)
+        if tool.command(params) is not None:
+            return describe_scopes(scopes)
+        return ", ".join(_describe_tool_scope(scope) for scope in scopes)
 
     def to_json(self) -> dict[str, list[str]]:
         return {"allowed": sorted(self.allowed), "rejected": sorted(self.rejected)}
@@ -198,11 +214,14 @@ def _joined(scopes: tuple[str, ...]) -> str:
     return " && ".join(scopes)
 
 
-def _describe(scope: str) -> str:
-    kind, _, rest = scope.partition(":")
-    if kind == "shell":
-        return f"`{rest} …` commands"
-    name, _, directory = rest.partition(":")
+def _command_cwd(params: ToolParams) -> str | None:
+    """Where a command's relative paths start: the shell tool's `cwd`; None: the session's."""
+    cwd = getattr(params, "cwd", None)
+    return cwd if isinstance(cwd, str) else None
+
+
+def _describe_tool_scope(scope: str) -> str:
+    name, _, directory = scope.removeprefix("tool:").partition(":")
     return f"{name} in {directory}" if directory else name
 
 

@@ -223,6 +223,13 @@ async def _create_terminal(
 
 
 class _TerminalCreation:
+    """A `terminal/create` whose answer may come after we stopped waiting for it.
+
+    Two facts decide who cleans up: "the id arrived" and "nobody waits for it any more".
+    Whichever side learns the second one kills and releases the terminal, so it is never
+    left running in the editor, in whatever order the answer and a cancel come.
+    """
+
     def __init__(self, editor: Editor, command: str, cwd: Path) -> None:
         self._editor = editor
         self._command = command
@@ -240,11 +247,9 @@ class _TerminalCreation:
         except Exception as exc:
             self._failure = exc
         else:
-            if self._abandoned:
-                with anyio.move_on_after(CLEANUP_SECONDS):
-                    await _quietly("kill", self._editor.kill_terminal(terminal_id))
-                    await _quietly("release", self._editor.release_terminal(terminal_id))
             self._terminal_id = terminal_id
+            if self._abandoned:
+                await self._dispose(terminal_id)
         finally:
             self._done.set()
 
@@ -254,14 +259,26 @@ class _TerminalCreation:
                 if run_here:
                     await self.run()
                 await self._done.wait()
-        finally:
-            if not self._done.is_set():
-                self._abandoned = True  # cancelled or timed out: the run cleans up
+        except BaseException:
+            await self._abandon()  # cancelled, maybe just as the answer arrived
+            raise
         if self._failure is not None:
             raise self._failure
         if self._terminal_id is None:
+            await self._abandon()
             raise ToolFailed(f"the editor did not start a terminal within {CREATE_SECONDS:g} s")
         return self._terminal_id
+
+    async def _abandon(self) -> None:
+        self._abandoned = True
+        if self._terminal_id is not None:
+            with anyio.CancelScope(shield=True):
+                await self._dispose(self._terminal_id)
+
+    async def _dispose(self, terminal_id: str) -> None:
+        with anyio.move_on_after(CLEANUP_SECONDS):
+            await _quietly("kill", self._editor.kill_terminal(terminal_id))
+            await _quietly("release", self._editor.release_terminal(terminal_id))
 
 
 async def _kill_after_timeout(ctx: ToolContext, terminal_id: str) -> TerminalExit | None:
@@ -307,6 +324,7 @@ async def _run_locally(command: str, cwd: Path, time_limit: float, ctx: ToolCont
         ["bash", "-c", command],
         cwd=cwd,
         env=COMMAND_ENV,
+        base_env=ctx.child_env,
         time_limit=time_limit,
         on_output=forward,
         head_bytes=LOCAL_HEAD_BYTES,

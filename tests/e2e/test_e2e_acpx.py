@@ -91,7 +91,9 @@ def agent_text(messages: list[dict[str, Any]]) -> str:
     return "".join(u["content"]["text"] for u in updates(messages, "agent_message_chunk"))
 
 
-def wait_until_gone(fake: FakeLLM, timeout: float = 2.0) -> list[int]:
+def wait_until_gone(fake: FakeLLM, timeout: float = 10.0) -> list[int]:
+    """The agent processes still alive; polls (another process's end has no event to wait on)
+    until none is, or `timeout` seconds, a hang guard, have passed."""
     deadline = time.monotonic() + timeout
     while (left := processes_with_env("OPENAI_BASE_URL", fake.base_url)) and (
         time.monotonic() < deadline

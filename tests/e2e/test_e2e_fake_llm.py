@@ -192,7 +192,8 @@ def test_length_slow_and_deltas_directives() -> None:
 def test_a_client_hanging_up_mid_stream_is_recorded_and_does_not_hurt_the_server() -> None:
     with FakeLLM() as fake:
         sock = socket.create_connection(("127.0.0.1", fake.port))
-        body = json.dumps(chat("[[slow 0.5]] one two three", stream=True)).encode()
+        # 30 s between deltas: only a hang-up noticed during the pause ends it within the wait.
+        body = json.dumps(chat("[[slow 30]] one two three", stream=True)).encode()
         sock.sendall(
             b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
@@ -201,9 +202,9 @@ def test_a_client_hanging_up_mid_stream_is_recorded_and_does_not_hurt_the_server
         assert sock.recv(4096).startswith(b"HTTP/1.1 200")
         hung_up = time.monotonic()
         sock.close()
-        gone = fake.wait_for_disconnect(timeout=2.0)
+        gone = fake.wait_for_disconnect(timeout=10.0)
         assert gone is not None and gone.disconnected_at is not None
-        assert gone.disconnected_at - hung_up < 0.3
+        assert gone.disconnected_at >= hung_up
         assert post(fake, chat("still there?")).status == 200
 
 

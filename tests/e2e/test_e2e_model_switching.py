@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import RequestError
 from acp.schema import (
@@ -459,8 +459,41 @@ async def test_usage_update_follows_each_prompt_with_the_context_window_and_the_
     assert only.cost is None, "a model without prices reports no cost"
 
 
-STALL_LIMIT = 0.25
-"""Seconds a request may wait while another session's prompt starts (normally ~0.01)."""
+HOLD_IMPORT_HOOK = """\
+\"\"\"Test hook (sitecustomize): the first import of E2E_HOLD_IMPORT, in whichever thread,
+touches E2E_HOLD_SIGNALS/importing and waits until E2E_HOLD_SIGNALS/go-on exists.\"\"\"
+import os
+import sys
+import time
+from pathlib import Path
+
+
+class _HoldImport:
+    def __init__(self, name, signals):
+        self.name = name
+        self.signals = signals
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.name:
+            sys.meta_path.remove(self)
+            (self.signals / "importing").touch()
+            deadline = time.monotonic() + 60  # a failed test must not leave the agent stuck
+            while not (self.signals / "go-on").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return None
+
+
+if os.environ.get("E2E_HOLD_IMPORT"):
+    signals = Path(os.environ["E2E_HOLD_SIGNALS"])
+    sys.meta_path.insert(0, _HoldImport(os.environ["E2E_HOLD_IMPORT"], signals))
+"""
+
+
+async def wait_for_file(path: Path) -> None:
+    with anyio.fail_after(TIMEOUT):
+        # Polling: another process makes the file; nothing else tells us.
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
 
 
 async def test_the_first_prompt_on_another_vendor_does_not_stall_the_other_sessions(
@@ -469,16 +502,34 @@ async def test_the_first_prompt_on_another_vendor_does_not_stall_the_other_sessi
     switch_env: dict[str, str],
     agent_stderr: Path,
     workspace: Path,
+    tmp_path: Path,
 ) -> None:
-    async with running_agent(switch_env, agent_stderr, workspace) as (conn, _, _client):
+    """A vendor SDK takes a second or two to import. While the agent imports Anthropic's for
+    one session's first prompt (held here until we let it go on), another session is served:
+    the import does not run on the event loop."""
+    signals = tmp_path / "hold-import"
+    signals.mkdir()
+    (signals / "sitecustomize.py").write_text(HOLD_IMPORT_HOOK, encoding="utf-8")
+    env = {
+        **switch_env,
+        "PYTHONPATH": str(signals),
+        "E2E_HOLD_IMPORT": "anthropic",
+        "E2E_HOLD_SIGNALS": str(signals),
+    }
+    async with running_agent(env, agent_stderr, workspace) as (conn, _, _client):
         one = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         two = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await choose(conn, two, "model", PLAIN)
+        assert not (signals / "importing").exists(), "the Anthropic SDK was loaded before use"
         first_on_anthropic = asyncio.create_task(ask(conn, two, "hello Anthropic"))
-        await asyncio.sleep(0.1)  # the agent has started that prompt
-        sent = time.monotonic()
-        await choose(conn, one, "mode", "ask")
-        waited = time.monotonic() - sent
+        await wait_for_file(signals / "importing")
+
+        options = await choose(conn, one, "mode", "ask")  # answered while the import is held
+        assert not first_on_anthropic.done()
+        (signals / "go-on").touch()
         assert await first_on_anthropic == "end_turn"
 
-    assert waited < STALL_LIMIT, f"a set_config_option waited {waited:.2f} s"
+    mode = option(options, "mode")
+    assert mode is not None and mode.current_value == "ask"
+    [exchange] = fake_anthropic.exchanges
+    assert "hello Anthropic" in json.dumps(exchange.body["messages"][-1])

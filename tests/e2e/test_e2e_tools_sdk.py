@@ -57,8 +57,9 @@ from fake_llm import FakeLLM, message_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
-CANCEL_DEADLINE = 0.1  # seconds from session/cancel to the prompt's `cancelled` answer
 PROMPT_TIMEOUT = 15.0
+HANG_GUARD = 10.0
+"""Seconds a test waits before it calls a hang a failure; the commands it stops run for 60."""
 REJECTED = "The user rejected this tool call."
 
 
@@ -109,10 +110,12 @@ class SessionLog:
     """Scripted permission decisions, used in order; then `default_answer`."""
     default_answer: str = "allow_once"
     hold: asyncio.Event | None = None
-    """When set, permission requests wait for this event, then answer `cancelled`."""
+    """When set, permission requests wait for this event, then answer as scripted."""
     held: asyncio.Event = field(default_factory=asyncio.Event)
-    create_delay: float = 0.0
-    """Seconds `terminal/create` takes (an editor slow to open a terminal)."""
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set as a held permission request is answered (the answer is sent right after)."""
+    create_gate: asyncio.Event | None = None
+    """When set, `terminal/create` waits for this event (an editor slow to open a terminal)."""
     creating: asyncio.Event = field(default_factory=asyncio.Event)
     fail: str | None = None
     """A client method ("terminal/wait_for_exit") that answers with a JSON-RPC error."""
@@ -178,7 +181,7 @@ class ToolClient:
         if log.hold is not None:
             log.held.set()
             await log.hold.wait()
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+            log.answered.set()
         answer = log.answers.popleft() if log.answers else log.default_answer
         if answer == "cancelled":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -230,9 +233,9 @@ class ToolClient:
             "outputByteLimit": output_byte_limit,
         }
         log = self._record(session_id, "terminal/create", **params)
-        if log.create_delay:
+        if log.create_gate is not None:
             log.creating.set()
-            await asyncio.sleep(log.create_delay)
+            await log.create_gate.wait()
         process = await asyncio.create_subprocess_exec(
             command,
             *(args or []),
@@ -407,7 +410,7 @@ class Session:
             results.insert(0, message_text(message))
         return results
 
-    async def wait_until(self, condition: Callable[[], Any], seconds: float = 5.0) -> None:
+    async def wait_until(self, condition: Callable[[], Any], seconds: float = HANG_GUARD) -> None:
         deadline = time.monotonic() + seconds
         while not condition():
             if time.monotonic() > deadline:
@@ -574,11 +577,11 @@ async def test_a_shell_timeout_kills_and_releases_the_terminal_and_tells_the_mod
     session: Session,
 ) -> None:
     started = time.monotonic()
-    stop = await session.prompt(tool("shell", command="sleep 20", timeout_seconds=0.5))
+    stop = await session.prompt(tool("shell", command="sleep 60", timeout_seconds=0.5))
     took = time.monotonic() - started
 
     assert stop == "end_turn"
-    assert took < 5, f"the timed-out command held the turn for {took:.1f} s"
+    assert took < HANG_GUARD, f"the timed-out 60 s command held the turn for {took:.1f} s"
     [create] = session.log.calls_of("terminal/create")
     methods = session.log.methods()
     assert "terminal/kill" in methods and "terminal/release" in methods
@@ -587,7 +590,7 @@ async def test_a_shell_timeout_kills_and_releases_the_terminal_and_tells_the_mod
     [released] = session.log.calls_of("terminal/release")
     assert killed["terminalId"] == released["terminalId"]
     assert session.agent.client.terminals[killed["terminalId"]].process.returncode is not None
-    assert create["args"] == ["-c", "sleep 20"]
+    assert create["args"] == ["-c", "sleep 60"]
     [result] = session.tool_results()
     assert "timed out after 0.5 s" in result
 
@@ -624,28 +627,25 @@ async def test_output_the_client_terminal_truncated_is_announced_to_the_model(
     assert len(result) < 40_000, "the model gets a bounded slice of a huge output"
 
 
-async def test_cancel_during_a_running_shell_kills_and_releases_it_and_returns_cancelled_fast(
+async def test_cancel_during_a_running_shell_kills_and_releases_it_and_does_not_wait_for_it(
     session: Session,
 ) -> None:
     await session.set_mode("bypass")
-    running = asyncio.create_task(session.prompt(tool("shell", command="sleep 30")))
+    running = asyncio.create_task(session.prompt(tool("shell", command="sleep 60")))
     await session.wait_until(lambda: session.log.calls_of("terminal/wait_for_exit"))
 
-    cancelled_at = time.monotonic()
     await session.agent.conn.cancel(session_id=session.id)
-    stop = await asyncio.wait_for(running, 5)
-    took = time.monotonic() - cancelled_at
+    stop = await asyncio.wait_for(running, HANG_GUARD)  # well before the 60 s command ends
 
     assert stop == "cancelled"
-    assert took < CANCEL_DEADLINE, f"prompt answered {took * 1000:.0f} ms after cancel"
     [create] = session.log.calls_of("terminal/create")
     methods = session.log.methods()
     assert "terminal/kill" in methods and "terminal/release" in methods
     assert methods.index("terminal/kill") < methods.index("terminal/release")
     [released] = session.log.calls_of("terminal/release")
     terminal = session.agent.client.terminals[released["terminalId"]]
-    await asyncio.wait_for(terminal.process.wait(), 2)
-    assert create["args"] == ["-c", "sleep 30"]
+    await asyncio.wait_for(terminal.process.wait(), HANG_GUARD)
+    assert create["args"] == ["-c", "sleep 60"]
     [start] = session.log.tool_starts()
     await session.wait_until(lambda: session.log.final_status(start.tool_call_id) == "failed")
 
@@ -656,47 +656,48 @@ async def test_cancel_during_a_running_shell_kills_and_releases_it_and_returns_c
     assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
 
 
-async def test_cancel_while_the_client_opens_the_terminal_returns_cancelled_fast_and_cleans_up(
+async def test_cancel_while_the_client_opens_the_terminal_answers_without_it_and_cleans_up(
     session: Session,
 ) -> None:
     await session.set_mode("bypass")
-    session.log.create_delay = 1.0
-    running = asyncio.create_task(session.prompt(tool("shell", command="sleep 30")))
-    await asyncio.wait_for(session.log.creating.wait(), 10)
+    session.log.create_gate = asyncio.Event()
+    running = asyncio.create_task(session.prompt(tool("shell", command="sleep 60")))
+    await asyncio.wait_for(session.log.creating.wait(), HANG_GUARD)
 
-    cancelled_at = time.monotonic()
     await session.agent.conn.cancel(session_id=session.id)
-    stop = await asyncio.wait_for(running, 15)
-    took = time.monotonic() - cancelled_at
+    # The terminal opens only after the answer: the answer cannot have waited for it.
+    stop = await asyncio.wait_for(running, HANG_GUARD)
+    session.log.create_gate.set()
 
     assert stop == "cancelled"
     # The terminal the client opens after all must still be killed and released.
-    await session.wait_until(lambda: session.log.calls_of("terminal/release"), seconds=5)
+    await session.wait_until(lambda: session.log.calls_of("terminal/release"), HANG_GUARD)
     [create] = session.log.calls_of("terminal/create")
     [released] = session.log.calls_of("terminal/release")
     assert released["terminalId"] == create["terminalId"]
-    assert took < CANCEL_DEADLINE, f"prompt answered {took * 1000:.0f} ms after cancel"
+    terminal = session.agent.client.terminals[released["terminalId"]]
+    await asyncio.wait_for(terminal.process.wait(), HANG_GUARD)
 
 
-async def test_cancel_during_a_pending_permission_request_returns_cancelled_fast(
+async def test_cancel_with_a_permission_pending_answers_without_it_and_a_late_allow_runs_nothing(
     session: Session,
 ) -> None:
     session.log.hold = asyncio.Event()
     running = asyncio.create_task(session.prompt(tool("shell", command="echo never")))
-    await asyncio.wait_for(session.log.held.wait(), 10)
+    await asyncio.wait_for(session.log.held.wait(), HANG_GUARD)
 
-    cancelled_at = time.monotonic()
     await session.agent.conn.cancel(session_id=session.id)
-    stop = await asyncio.wait_for(running, 5)
-    took = time.monotonic() - cancelled_at
-    session.log.hold.set()  # the client's late answer must not start the command
-    await asyncio.sleep(0.2)
+    # The question is answered only after the prompt: the prompt cannot have waited for it.
+    stop = await asyncio.wait_for(running, HANG_GUARD)
+    session.log.hold.set()  # then the client allows, late: that must not start the command
+    await asyncio.wait_for(session.log.answered.wait(), HANG_GUARD)
 
     assert stop == "cancelled"
-    assert took < CANCEL_DEADLINE, f"prompt answered {took * 1000:.0f} ms after cancel"
-    assert session.log.methods() == ["session/request_permission"]
     [start] = session.log.tool_starts()
     await session.wait_until(lambda: session.log.final_status(start.tool_call_id) == "failed")
+    # The late answer went out before this prompt, so the agent read it first.
+    assert await session.prompt("go on") == "end_turn"
+    assert session.log.methods() == ["session/request_permission"], "the late allow ran it"
 
 
 # --- permission answers (ask mode) -------------------------------------------------------
@@ -1056,24 +1057,22 @@ def pids_running(argv: list[str]) -> list[int]:
 
 
 @needs_proc
-async def test_cancel_during_a_local_shell_ends_its_processes_and_returns_cancelled_fast(
+async def test_cancel_during_a_local_shell_ends_its_processes_and_does_not_wait_for_them(
     bare_agent: Agent, workspace: Path
 ) -> None:
     session = await open_session(bare_agent, workspace)
     await session.set_mode("bypass")
-    argv = ["sleep", f"{30 + secrets.randbelow(10_000) / 10_000:.4f}"]
+    argv = ["sleep", f"{60 + secrets.randbelow(10_000) / 10_000:.4f}"]
     running = asyncio.create_task(session.prompt(tool("shell", command=f"{' '.join(argv)} & wait")))
-    await session.wait_until(lambda: pids_running(argv))
+    await session.wait_until(lambda: pids_running(argv), HANG_GUARD)
     [pid] = pids_running(argv)
 
-    cancelled_at = time.monotonic()
     await bare_agent.conn.cancel(session_id=session.id)
-    stop = await asyncio.wait_for(running, 5)
-    took = time.monotonic() - cancelled_at
+    stop = await asyncio.wait_for(running, HANG_GUARD)  # well before the 60 s command ends
 
     assert stop == "cancelled"
-    assert took < CANCEL_DEADLINE, f"prompt answered {took * 1000:.0f} ms after cancel"
-    await session.wait_until(lambda: not is_alive(pid), seconds=3)
+    # The shell's child too, not only the shell: it runs in the group the cancel ends.
+    await session.wait_until(lambda: not is_alive(pid), HANG_GUARD)
     assert session.log.calls == []
     [start] = session.log.tool_starts()
     await session.wait_until(lambda: session.log.final_status(start.tool_call_id) == "failed")

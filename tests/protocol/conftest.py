@@ -10,6 +10,7 @@ import anyio
 import pytest
 from fake_acp_client import TIMEOUT, FakeClient
 
+from acp_agent.cli import agent_loader
 from acp_agent.protocol.server import serve
 from acp_agent.rpc.framing import StreamSink, StreamSource
 
@@ -26,8 +27,7 @@ async def _connection(config_path: str | None = None) -> AsyncIterator[FakeClien
                 await serve(
                     StreamSource(agent_input),
                     StreamSink(agent_output),
-                    config_path=config_path,
-                    env={},
+                    load=agent_loader(config_path, {}),
                 )
 
         tg.start_soon(run_agent)

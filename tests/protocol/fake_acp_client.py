@@ -66,6 +66,15 @@ class FakeClient:
     async def send(self, message: Any) -> None:
         await self._to_agent.send(json.dumps(message).encode() + b"\n")
 
+    async def send_together(self, *messages: dict[str, Any]) -> None:
+        """Several frames in one write: the agent reads them before anything else runs."""
+        await self._to_agent.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+
+    def next_request(self, method: str, params: Any) -> tuple[int, dict[str, Any]]:
+        """A request message and its id, to send with `send_together`."""
+        request_id = next(self._ids)
+        return request_id, {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
     async def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

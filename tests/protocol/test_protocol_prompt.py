@@ -215,7 +215,7 @@ async def test_a_read_inside_the_cwd_asks_no_permission(
     assert client.agent_requests_for("session/request_permission") == []
 
 
-async def test_session_cancel_while_permission_is_pending_returns_cancelled_promptly(
+async def test_session_cancel_while_permission_is_pending_returns_cancelled_without_the_answer(
     connection: Connection, tmp_path: Path
 ) -> None:
     project, outside = tmp_path / "project", tmp_path / "outside"
@@ -235,13 +235,13 @@ async def test_session_cancel_while_permission_is_pending_returns_cancelled_prom
         arguments = json.dumps({"path": str(outside / "b.txt")})
         request_id = await client.start_prompt(session_id, f"@tool read_file {arguments}")
         await client.wait_for(lambda f: f.get("method") == "session/request_permission")
-        cancelled_at = anyio.current_time()
         await client.notify("session/cancel", {"sessionId": session_id})
+        # The question is never answered: the reply cannot have waited for it.
         reply = await client.reply(request_id)
         assert reply["result"] == {"stopReason": "cancelled"}
-        assert client.answered_at[request_id] - cancelled_at < 0.6
         assert (await client.prompt(session_id, "after"))["result"]["stopReason"] == "end_turn"
         never.set()
+    assert client.agent_requests_for("fs/read_text_file") == []
 
 
 async def test_a_cancelled_permission_outcome_still_answers_the_prompt(
@@ -266,28 +266,29 @@ async def test_a_cancelled_permission_outcome_still_answers_the_prompt(
 # --- cancellation and concurrency ------------------------------------------------------
 
 
-async def test_session_cancel_during_a_slow_reply_returns_cancelled_within_100_ms(
+async def test_session_cancel_during_a_slow_reply_answers_cancelled_and_streams_nothing_more(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
         await client.initialize()
         session_id = await client.new_session(tmp_path)
-        request_id = await client.start_prompt(session_id, f"@slow 0.2\n{SLOW_WORDS}")
+        request_id = await client.start_prompt(session_id, f"@slow 0.5\n{SLOW_WORDS}")
         await client.wait_for(is_chunk(session_id))
-        cancelled_at = anyio.current_time()
         await client.notify("session/cancel", {"sessionId": session_id})
         reply = await client.reply(request_id)
-        assert client.answered_at[request_id] - cancelled_at < 0.1
         assert reply["result"] == {"stopReason": "cancelled"}
-        assert "ten" not in chunk_text(client, session_id)
+        assert "ten" not in chunk_text(client, session_id), "the reply stopped mid-stream"
 
-        seen = len(client.frames)
-        await anyio.sleep(0.3)  # nothing more streams for the cancelled turn
-        assert not any(is_chunk(session_id)(f) for f in client.frames[seen:])
-
-        again = await client.prompt(session_id, "once more")
+        # A slow next turn: a chunk the cancelled turn still sent would land among its own.
+        again = await client.prompt(session_id, "@slow 0.3\nonce more")
         assert again["result"] == {"stopReason": "end_turn"}
-        assert chunk_text(client, session_id).endswith("Echo: once more")
+        cancelled_reply = client.index_of(is_reply(request_id))
+        later = [
+            f["params"]["update"]["content"]["text"]
+            for f in client.frames[cancelled_reply:]
+            if is_chunk(session_id)(f)
+        ]
+        assert "".join(later) == "Echo: once more"
 
 
 async def test_two_sessions_run_prompts_concurrently(
@@ -298,18 +299,17 @@ async def test_two_sessions_run_prompts_concurrently(
         first = await client.new_session(tmp_path)
         second = await client.new_session(tmp_path)
         assert first != second
-        start = anyio.current_time()
-        first_id = await client.start_prompt(first, "@slow 0.1\nalpha beta gamma delta epsilon")
-        second_id = await client.start_prompt(second, "@slow 0.1\nuno dos tres cuatro cinco")
+        first_id = await client.start_prompt(first, f"@slow 1\n{SLOW_WORDS}")
+        await client.wait_for(is_chunk(first))
+        second_reply = await client.prompt(second, "uno dos tres cuatro cinco")
+        # The second session's whole turn ran while the first one was still streaming.
+        assert not any(is_reply(first_id)(f) for f in client.frames)
+        await client.notify("session/cancel", {"sessionId": first})
         first_reply = await client.reply(first_id)
-        second_reply = await client.reply(second_id)
-        elapsed = anyio.current_time() - start
-    assert first_reply["result"] == second_reply["result"] == {"stopReason": "end_turn"}
-    # Each takes about 0.5 s alone; one after the other would take 1 s.
-    assert elapsed < 0.9
-    assert client.index_of(is_chunk(second)) < client.index_of(is_reply(first_id))
-    assert chunk_text(client, first) == "Echo: alpha beta gamma delta epsilon"
+    assert second_reply["result"] == {"stopReason": "end_turn"}
+    assert first_reply["result"] == {"stopReason": "cancelled"}
     assert chunk_text(client, second) == "Echo: uno dos tres cuatro cinco"
+    assert "ten" not in chunk_text(client, first), "the first turn was still streaming"
 
 
 async def test_a_second_prompt_on_a_busy_session_is_queued_and_runs_after_the_first(
@@ -338,7 +338,7 @@ async def test_one_session_cancel_cancels_the_running_and_the_queued_prompt(
         await client.wait_for(is_chunk(session_id))
         second_id = await client.start_prompt(session_id, "queued words")
         third_id = await client.start_prompt(session_id, "more queued words")
-        await anyio.sleep(0.05)  # both are queued behind the first
+        # Read after both prompts, the cancel finds them queued behind the first.
         await client.notify("session/cancel", {"sessionId": session_id})
         replies = [await client.reply(i) for i in (first_id, second_id, third_id)]
         assert [r["result"] for r in replies] == [{"stopReason": "cancelled"}] * 3

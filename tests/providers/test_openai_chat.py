@@ -172,6 +172,17 @@ async def test_finish_reason_length_stops_with_max_tokens() -> None:
 
 
 @respx.mock
+async def test_a_tool_call_cut_off_by_the_output_limit_stops_with_max_tokens_not_tool_use() -> None:
+    respx.post(OPENAI_URL).mock(return_value=sse("openai_length_tool_call.sse"))
+
+    events = await collect(make_provider())
+
+    (end,) = [e for e in events if isinstance(e, ToolCallEnd)]
+    assert end.call.name == "write_file"
+    assert events[-1] == Stop("max_tokens")
+
+
+@respx.mock
 async def test_content_filter_stops_with_refusal_after_a_chunk_without_choices() -> None:
     respx.post(OPENAI_URL).mock(return_value=sse("azure_content_filter.sse"))
 

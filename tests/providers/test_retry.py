@@ -148,18 +148,49 @@ async def test_a_rate_limit_then_success_yields_a_notice_then_the_reply() -> Non
     assert fake.sleeps == [0.5]
 
 
-async def test_a_failure_after_output_began_is_raised_at_once() -> None:
+async def test_a_stream_that_drops_after_output_began_is_asked_again_and_restarts_the_reply() -> (
+    None
+):
     dropped = ProviderUnavailable("scripted", "connection lost mid-stream")
     inner = ScriptedProvider([TextDelta("Hel"), dropped], REPLY)
-    seen: list[StreamEvent] = []
+    fake = FakeTime()
 
-    with pytest.raises(ProviderUnavailable, match="connection lost mid-stream") as caught:
-        async with retrying(inner).stream(REQUEST) as events:
-            async for event in events:
-                seen.append(event)
+    events = await collect(retrying(inner, fake))
 
-    assert caught.value is dropped
-    assert seen == [TextDelta("Hel")]
+    assert events == [
+        TextDelta("Hel"),
+        RetryNotice(
+            provider="scripted",
+            reason="connection lost mid-stream",
+            delay=0.5,
+            attempt=1,
+            max_attempts=5,
+            restarts_reply=True,
+        ),
+        *REPLY,
+    ]
+    assert inner.calls == 2
+    assert fake.sleeps == [0.5]
+
+
+async def test_a_stream_that_keeps_dropping_gives_up_after_max_attempts() -> None:
+    dropped = ProviderUnavailable("scripted", "connection lost mid-stream")
+    inner = ScriptedProvider([TextDelta("Hel"), dropped])
+
+    with pytest.raises(ProviderUnavailable, match=r"mid-stream \(gave up after 3 attempts"):
+        await collect(retrying(inner, max_attempts=3))
+
+    assert inner.calls == 3
+
+
+async def test_a_failure_after_output_that_would_fail_again_is_raised_at_once() -> None:
+    refused = ProviderError("scripted", "the model refused the tool schema")
+    inner = ScriptedProvider([TextDelta("Hel"), refused], REPLY)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(retrying(inner))
+
+    assert caught.value is refused
     assert inner.calls == 1
 
 
@@ -428,6 +459,25 @@ async def test_a_refused_connection_is_retried() -> None:
 
     assert route.call_count == 2
     assert "Connection refused" in notices(events)[0].reason
+
+
+@respx.mock
+async def test_an_openai_stream_cut_mid_reply_is_sent_again_and_finishes() -> None:
+    route = respx.post(OPENAI_URL).mock(
+        side_effect=[sse("openai_dropped.sse"), sse("openai_text.sse")]
+    )
+    provider = create_provider("openai", OPENAI, {"OPENAI_API_KEY": KEY})
+
+    events = await collect(provider, GPT)
+
+    assert route.call_count == 2
+    (notice,) = notices(events)
+    assert notice.restarts_reply
+    before = events[: events.index(notice)]
+    after = events[events.index(notice) + 1 :]
+    assert any(isinstance(e, TextDelta) for e in before)  # the drop came mid-reply
+    assert after[-1] == Stop("end_turn")
+    assert not notices(after)
 
 
 @respx.mock

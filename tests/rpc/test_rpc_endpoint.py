@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -29,6 +31,9 @@ class Handler:
 
     def started_event(self, key: str) -> anyio.Event:
         return self.started.setdefault(key, anyio.Event())
+
+    def receive_request(self, method: str, params: Any) -> Any:
+        return partial(self.handle_request, method, params)
 
     async def handle_request(self, method: str, params: Any) -> Any:
         match method:
@@ -617,3 +622,298 @@ async def test_a_follow_up_runs_after_its_response_is_written(serving: Serving) 
     assert first == {"jsonrpc": "2.0", "id": 1, "result": {"answered": True}}
     assert second["method"] == "after"
     assert flushed == [True]
+
+
+# --- no frame can end the connection (issue 7) ------------------------------------------
+
+
+async def test_a_line_nested_100000_levels_deep_is_answered_parse_error(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (_, wire):
+        await wire.send_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+        params = b'{"jsonrpc":"2.0","id":1,"method":"echo","params":' + b"[" * 100_000
+        await wire.send_bytes(params + b"]" * 100_000 + b"}\n")
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+        await assert_still_serving(wire)
+
+
+async def test_an_integer_id_with_more_than_4300_digits_is_answered_parse_error(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (_, wire):
+        await wire.send_bytes(b'{"jsonrpc":"2.0","id":' + b"7" * 5000 + b',"method":"echo"}\n')
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+        assert len(reply["error"]["message"]) < 200
+        await assert_still_serving(wire)
+
+
+async def test_a_lone_surrogate_echoed_back_is_written_as_an_ascii_escape(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (_, wire):
+        await wire.send_bytes(b'{"jsonrpc":"2.0","id":1,"method":"no/such\\ud800"}\n')
+        raw = await wire.receive_raw()
+        assert raw.isascii()
+        reply = json.loads(raw)
+        assert (reply["id"], reply["error"]["code"]) == (1, -32601)
+        assert "no/such\ud800" in reply["error"]["message"]
+        await wire.send_bytes(
+            b'{"jsonrpc":"2.0","id":"\\udfff","method":"echo","params":"\\ud83d"}\n'
+        )
+        assert await wire.receive() == {"jsonrpc": "2.0", "id": "\udfff", "result": "\ud83d"}
+        await assert_still_serving(wire)
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
+async def test_numbers_json_cannot_carry_are_answered_parse_error(
+    serving: Serving, handler: Handler, number: str
+) -> None:
+    async with serving(handler) as (_, wire):
+        frame = '{"jsonrpc":"2.0","id":1,"method":"echo","params":[' + number + "]}\n"
+        await wire.send_bytes(frame.encode())
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+        await assert_still_serving(wire)
+
+
+async def test_a_receive_request_that_raises_is_answered_internal_error_for_that_request_only(
+    serving: Serving,
+) -> None:
+    class Refusing(Handler):
+        def receive_request(self, method: str, params: Any) -> Any:
+            if method == "refuse":
+                raise LookupError("no queue for that session")
+            return super().receive_request(method, params)
+
+    handler = Refusing()
+    async with serving(handler) as (_, wire):
+        await wire.request(1, "slow", "first")
+        await handler.started_event("first").wait()
+        await wire.request(2, "refuse", {})
+        assert await wire.receive() == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {
+                "code": -32603,
+                "message": "refuse failed: LookupError: no queue for that session",
+            },
+        }
+        await wire.request(2, "echo", "id 2 is free again")
+        assert (await wire.receive())["result"] == "id 2 is free again"
+        handler.release.set()
+        assert await wire.receive() == {"jsonrpc": "2.0", "id": 1, "result": "slow done"}
+
+
+async def test_a_receive_request_that_raises_rpc_error_is_answered_with_that_error(
+    serving: Serving,
+) -> None:
+    class Unknown(Handler):
+        def receive_request(self, method: str, params: Any) -> Any:
+            raise RpcError(-32601, f"method not found: {method}")
+
+    async with serving(Unknown()) as (_, wire):
+        await wire.request(1, "nope", {})
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (1, -32601)
+
+
+async def test_a_handle_notification_that_raises_leaves_the_connection_serving(
+    serving: Serving,
+) -> None:
+    class Exploding(Handler):
+        async def handle_notification(self, method: str, params: Any) -> None:
+            raise RuntimeError("the notification handler broke")
+
+    async with serving(Exploding()) as (_, wire):
+        await wire.notify("session/cancel", {"sessionId": "s"})
+        await assert_still_serving(wire)
+
+
+async def test_a_result_nested_too_deeply_to_write_is_answered_internal_error(
+    serving: Serving,
+) -> None:
+    class Deep(Handler):
+        async def handle_request(self, method: str, params: Any) -> Any:
+            if method != "deep":
+                return await super().handle_request(method, params)
+            result: list[Any] = []
+            for _ in range(100_000):
+                result = [result]
+            return result
+
+    async with serving(Deep()) as (_, wire):
+        await wire.request(1, "deep", None)
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (1, -32603)
+        await assert_still_serving(wire)
+
+
+async def test_an_error_whose_data_is_not_json_is_answered_internal_error(
+    serving: Serving,
+) -> None:
+    class BadData(Handler):
+        async def handle_request(self, method: str, params: Any) -> Any:
+            if method != "bad_data":
+                return await super().handle_request(method, params)
+            raise RpcError(-32602, "bad params", {"field": object()})
+
+    async with serving(BadData()) as (_, wire):
+        await wire.request(1, "bad_data", None)
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (1, -32603)
+        await assert_still_serving(wire)
+
+
+async def test_a_huge_method_name_is_quoted_short_in_the_endpoints_own_messages(
+    serving: Serving,
+) -> None:
+    class Failing(Handler):
+        async def handle_request(self, method: str, params: Any) -> Any:
+            raise ValueError("broken")
+
+    async with serving(Failing()) as (_, wire):
+        await wire.request(1, "m" * 100_000, None)
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (1, -32603)
+        assert len(reply["error"]["message"]) < 200
+        assert reply["error"]["message"].endswith("failed: ValueError: broken")
+
+
+async def test_an_error_response_with_a_null_id_is_ignored_never_answered(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (_, wire):
+        # As Toad sent in reply to one of our notifications.
+        error = {"code": -32600, "message": "Invalid Request"}
+        await wire.send({"jsonrpc": "2.0", "id": None, "error": error})
+        await wire.send({"jsonrpc": "2.0", "error": error})
+        await wire.send({"jsonrpc": "2.0", "id": None, "result": None})
+        await assert_still_serving(wire)
+
+
+@pytest.mark.parametrize("bad_id", [1.5, True, [1], {"n": 1}])
+async def test_a_response_with_an_id_of_the_wrong_type_is_ignored_never_answered(
+    serving: Serving, handler: Handler, bad_id: Any
+) -> None:
+    async with serving(handler) as (_, wire):
+        await wire.send({"jsonrpc": "2.0", "id": bad_id, "result": "x"})
+        await wire.send({"jsonrpc": "2.0", "id": bad_id, "error": {"code": 1, "message": "x"}})
+        await assert_still_serving(wire)
+
+
+@pytest.mark.parametrize("batch", [[], [{"jsonrpc": "2.0", "id": 1, "method": "echo"}] * 3])
+async def test_a_batch_of_any_length_is_answered_with_one_invalid_request(
+    serving: Serving, handler: Handler, batch: list[Any]
+) -> None:
+    async with serving(handler) as (_, wire):
+        await wire.send(batch)
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, -32600)
+        await assert_still_serving(wire)
+
+
+async def test_an_unexpected_failure_inside_the_endpoint_answers_that_request_internal_error(
+    serving: Serving, handler: Handler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    receive_call = Endpoint._receive_call
+
+    async def tripping(self: Endpoint, tg: Any, handler: Any, message: dict[str, Any]) -> None:
+        if message.get("method") == "trip":
+            raise RuntimeError("a bug in the endpoint")
+        await receive_call(self, tg, handler, message)
+
+    monkeypatch.setattr(Endpoint, "_receive_call", tripping)
+    async with serving(handler) as (_, wire):
+        await wire.request(1, "trip", None)
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == (1, -32603)
+        assert "a bug" not in reply["error"]["message"]
+        await wire.notify("trip")  # a notification: logged, never answered
+        await assert_still_serving(wire)
+
+
+# --- giving up politely: $/cancel_request for what we stop waiting for ------------------
+
+
+def cancel_request(request_id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": request_id}}
+
+
+class Asking(Handler):
+    """`delegate` asks the peer and answers with the peer's answer."""
+
+    async def handle_request(self, method: str, params: Any) -> Any:
+        if method != "delegate":
+            return await super().handle_request(method, params)
+        assert self.endpoint is not None
+        return await self.endpoint.request("session/request_permission", params)
+
+
+async def test_an_outbound_request_whose_caller_is_cancelled_sends_cancel_request_for_its_id(
+    serving: Serving,
+) -> None:
+    asking = Asking()
+    async with serving(asking) as (endpoint, wire):
+        asking.endpoint = endpoint
+        await wire.request("prompt-1", "delegate", {"tool": "edit"})
+        outbound = await wire.receive()
+        await wire.notify("$/cancel_request", {"requestId": "prompt-1"})
+        assert await wire.receive() == cancel_request(outbound["id"])
+        reply = await wire.receive()
+        assert (reply["id"], reply["error"]["code"]) == ("prompt-1", -32800)
+
+
+async def test_an_outbound_request_whose_task_group_is_cancelled_sends_cancel_request(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (endpoint, wire):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(endpoint.request, "session/request_permission", {})
+            outbound = await wire.receive()
+            tg.cancel_scope.cancel()
+        assert await wire.receive() == cancel_request(outbound["id"])
+        await assert_still_serving(wire)
+
+
+async def test_an_outbound_request_that_times_out_sends_cancel_request(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (endpoint, wire):
+        with anyio.move_on_after(0.05) as timeout:
+            await endpoint.request("session/request_permission", {})
+        assert timeout.cancelled_caught
+        outbound = await wire.receive()
+        assert outbound["method"] == "session/request_permission"
+        assert await wire.receive() == cancel_request(outbound["id"])
+
+
+async def test_an_answered_outbound_request_sends_no_cancel_request(
+    serving: Serving, handler: Handler
+) -> None:
+    async with serving(handler) as (endpoint, wire):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(endpoint.request, "fs/read_text_file", {})
+            outbound = await wire.receive()
+            await wire.send({"jsonrpc": "2.0", "id": outbound["id"], "result": {}})
+        await assert_still_serving(wire)  # the next frame is this answer, not a cancel
+
+
+async def test_a_late_answer_to_a_request_given_up_is_dropped_quietly(
+    serving: Serving, handler: Handler, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="acp_agent.rpc")
+    async with serving(handler) as (endpoint, wire):
+        with anyio.move_on_after(0.05):
+            await endpoint.request("session/request_permission", {})
+        outbound = await wire.receive()
+        assert await wire.receive() == cancel_request(outbound["id"])
+        await wire.send({"jsonrpc": "2.0", "id": outbound["id"], "error": {"code": -32800}})
+        await assert_still_serving(wire)
+    records = [r for r in caplog.records if r.name.startswith("acp_agent.rpc")]
+    assert [r.levelno for r in records] == [logging.DEBUG]
+    assert "abandoned" in records[0].getMessage()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ pytestmark = pytest.mark.anyio
 
 
 class Echo:
+    def receive_request(self, method: str, params: Any) -> Any:
+        return partial(self.handle_request, method, params)
+
     async def handle_request(self, method: str, params: Any) -> Any:
         return {"method": method, "params": params}
 

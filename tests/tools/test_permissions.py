@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from tool_fakes import FakeEditor, make_context
 
+from acp_agent.protocol.client import _permission_options
 from acp_agent.tools import (
     MODES,
     PermissionMemory,
@@ -128,6 +129,15 @@ def test_a_symlink_pointing_out_of_the_roots_is_outside(
     assert verdict(ctx, "accept-edits", "write_file", path="innocent/new", content="x") == "ask"
 
 
+def test_a_symlink_loop_counts_as_outside_and_asks_instead_of_crashing(
+    ctx: ToolContext, root: Path
+) -> None:
+    (root / "loop").symlink_to(root / "loop")
+
+    assert verdict(ctx, "ask", "read_file", path="loop") == "ask"
+    assert verdict(ctx, "accept-edits", "write_file", path="loop/x", content="x") == "ask"
+
+
 def test_a_symlink_inside_the_roots_stays_inside(ctx: ToolContext, root: Path) -> None:
     (root / "real").mkdir()
     (root / "alias").symlink_to(root / "real")
@@ -152,7 +162,7 @@ def remember(
     memory.remember(decision, *call(name, **arguments), ctx)
 
 
-def test_always_allowing_a_command_covers_its_program_and_subcommand_only(
+def test_always_allowing_a_read_only_subcommand_covers_it_and_others_only_exactly(
     ctx: ToolContext,
 ) -> None:
     memory = PermissionMemory()
@@ -164,7 +174,8 @@ def test_always_allowing_a_command_covers_its_program_and_subcommand_only(
 
     assert shell("git status --short") == "allow"
     assert shell("git push") == "ask"
-    assert shell("npm test -- --watch") == "allow"
+    assert shell("npm test") == "allow"
+    assert shell("npm test -- --watch") == "ask"
     assert shell("npm install") == "ask"
 
 
@@ -194,8 +205,10 @@ def test_always_reject_refuses_later_calls_of_that_scope_in_every_mode(ctx: Tool
     remember(memory, ctx, "reject_always", "shell", command="git push --force")
 
     for mode in ("ask", "accept-edits", "bypass"):
-        assert verdict(ctx, mode, "shell", memory, command="git push") == "reject"
-        assert verdict(ctx, mode, "shell", memory, command="git status && git push") == "reject"
+        push = "git push --force"
+        assert verdict(ctx, mode, "shell", memory, command=push) == "reject"
+        assert verdict(ctx, mode, "shell", memory, command=f"git status && {push}") == "reject"
+    assert verdict(ctx, "ask", "shell", memory, command="git push") == "ask"
     assert verdict(ctx, "ask", "shell", memory, command="git status") == "ask"
 
 
@@ -257,7 +270,7 @@ def test_the_memory_round_trips_through_json(ctx: ToolContext) -> None:
 
     data = memory.to_json()
 
-    assert data == {"allowed": ["shell:git status"], "rejected": ["shell:git push"]}
+    assert data == {"allowed": ["shell:git status"], "rejected": ["shell-exact:git push"]}
     assert PermissionMemory.from_json(data) == memory
 
 
@@ -265,12 +278,53 @@ def test_the_scope_can_be_described_for_an_always_option(ctx: ToolContext) -> No
     memory = PermissionMemory()
 
     assert memory.describe(*call("shell", command="git status -s && make"), ctx) == (
-        "`git status …` commands + `make …` commands"
+        "git status … (paths inside the project) and exactly: make"
     )
     assert memory.describe(*call("shell", command="rm -rf x"), ctx) is None
     assert memory.describe(*call("edit_file", path="a", old_text="a", new_text="b"), ctx) == (
         "edit_file"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [
+        ("ls && echo a && echo b", "ls …, echo … (paths inside the project)"),
+        ("git status -s; git status", "git status … (paths inside the project)"),
+        ("make test", "exactly: make test"),
+        ("make test && make test", "exactly: make test"),
+        ("make 'a b'", "exactly: make 'a b'"),
+        ("cd src && make test; npm run lint", "exactly: cd src, make test, npm run lint"),
+        (
+            "git status -s && make test 2>&1 | tail -5",
+            "git status …, tail … (paths inside the project) and exactly: make test",
+        ),
+        ("cat ~/.ssh/id_rsa", None),
+        ("cat README.md > ~/x", None),
+    ],
+)
+def test_a_shell_scope_is_labelled_in_plain_words_once_per_command(
+    ctx: ToolContext, command: str, label: str | None
+) -> None:
+    (ctx.cwd / "src").mkdir()
+
+    assert PermissionMemory().describe(*call("shell", command=command), ctx) == label
+
+
+def test_the_always_options_name_exactly_what_they_cover(ctx: ToolContext) -> None:
+    memory = PermissionMemory()
+
+    def options(command: str) -> list[tuple[str, str]]:
+        return _permission_options(memory.describe(*call("shell", command=command), ctx))
+
+    assert options("ls && echo a && echo b") == [
+        ("allow_once", "Allow"),
+        ("allow_always", "Always allow ls …, echo … (paths inside the project)"),
+        ("reject_once", "Reject"),
+        ("reject_always", "Always reject ls …, echo … (paths inside the project)"),
+    ]
+    assert options("make test")[1] == ("allow_always", "Always allow exactly: make test")
+    assert options("cat /etc/passwd") == [("allow_once", "Allow"), ("reject_once", "Reject")]
 
 
 def test_plan_and_other_read_only_calls_never_ask(ctx: ToolContext) -> None:

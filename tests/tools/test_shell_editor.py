@@ -12,6 +12,7 @@ from tool_fakes import Events, FakeEditor, ScriptedTerminal, make_context
 
 from acp_agent.messages import TerminalContent, ToolCallUpdated
 from acp_agent.tools import ToolFailed
+from acp_agent.tools.base import TerminalExit
 from acp_agent.tools.shell import (
     MODEL_HEAD_CHARS,
     MODEL_TAIL_CHARS,
@@ -112,11 +113,23 @@ async def test_the_session_default_timeout_applies_without_a_parameter(root: Pat
     assert "timed out after 0.05 s" in outcome.model_text
 
 
+class WatchedWait(FakeEditor):
+    """An editor that tells when the agent starts waiting for a terminal to exit."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.waiting = anyio.Event()
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalExit:
+        self.waiting.set()
+        return await super().wait_for_terminal_exit(terminal_id)
+
+
 async def test_cancellation_kills_and_releases_the_terminal_then_propagates(root: Path) -> None:
-    editor = FakeEditor(terminals=[ScriptedTerminal(runs_for=math.inf)])
+    editor = WatchedWait(terminals=[ScriptedTerminal(runs_for=math.inf)])
     finished = False
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
 
             async def run() -> None:
@@ -125,7 +138,7 @@ async def test_cancellation_kills_and_releases_the_terminal_then_propagates(root
                 finished = True
 
             group.start_soon(run)
-            await anyio.sleep(0.05)
+            await editor.waiting.wait()
             group.cancel_scope.cancel()
 
     assert not finished
@@ -177,17 +190,26 @@ def test_the_title_shown_in_the_permission_request_is_the_exact_command(root: Pa
 
 
 async def test_a_cancel_while_the_terminal_starts_still_kills_and_releases_it(root: Path) -> None:
-    class SlowCreate(FakeEditor):
+    class HeldCreate(FakeEditor):
+        """Opens the terminal only once `opening` is set; `asked` tells the call came."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.asked = anyio.Event()
+            self.opening = anyio.Event()
+
         async def create_terminal(self, *args: Any, **kwargs: Any) -> str:
-            await anyio.sleep(0.1)
+            self.asked.set()
+            await self.opening.wait()
             return await super().create_terminal(*args, **kwargs)
 
-    editor = SlowCreate(terminals=[ScriptedTerminal(runs_for=math.inf)])
+    editor = HeldCreate(terminals=[ScriptedTerminal(runs_for=math.inf)])
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             group.start_soon(TOOL.run, ShellParams(command="sleep 100"), make_context(root, editor))
-            await anyio.sleep(0.02)
+            await editor.asked.wait()
             group.cancel_scope.cancel()
+            editor.opening.set()  # the terminal opens after the cancel
 
     assert editor.terminal_calls() == ["create", "kill", "release"]

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 import pytest
 from tool_fakes import Events, FakeEditor, make_context
 
-from acp_agent.messages import TerminalContent, TerminalStream, TextPart, ToolCallUpdated
+from acp_agent.messages import TerminalContent, TerminalStream, TextPart, ToolCallUpdated, TurnEvent
 from acp_agent.tools import ToolContext
 from acp_agent.tools.local import OutputCapture, run_local_command
 from acp_agent.tools.shell import LOCAL_HEAD_BYTES, LOCAL_TAIL_BYTES, Shell, ShellParams
@@ -21,6 +26,8 @@ from acp_agent.tools.shell import LOCAL_HEAD_BYTES, LOCAL_TAIL_BYTES, Shell, She
 pytestmark = pytest.mark.anyio
 
 TOOL = Shell()
+HANG_GUARD = 10.0
+"""Seconds a test waits before it calls a hang a failure; the commands it stops run for 60."""
 
 
 def streams(events: Events) -> list[TerminalStream]:
@@ -37,15 +44,38 @@ def is_gone(pid: int) -> bool:
 
 
 def started(pid_file: Path) -> bool:
-    return pid_file.exists() and bool(pid_file.read_text())
+    return pid_file.exists() and pid_file.read_text().endswith("\n")
 
 
-async def wait_until_gone(pid: int, seconds: float = 2.0) -> bool:
+async def wait_until_gone(pid: int, seconds: float = HANG_GUARD) -> bool:
     with anyio.move_on_after(seconds):
         # Polling: an unrelated process's end has no event to wait on.
         while not is_gone(pid):  # noqa: ASYNC110
             await anyio.sleep(0.02)
     return is_gone(pid)
+
+
+class OutputWatch(Events):
+    """Events that also tell when the command's streamed output holds `lines` full lines."""
+
+    def __init__(self, lines: int) -> None:
+        super().__init__()
+        self.lines = lines
+        self.output = ""
+        self.arrived = anyio.Event()
+
+    async def __call__(self, event: TurnEvent) -> None:
+        await super().__call__(event)
+        if isinstance(event, ToolCallUpdated) and event.terminal and event.terminal.output:
+            self.output += event.terminal.output
+            if self.output.count("\n") >= self.lines:
+                self.arrived.set()
+
+
+def kill_group_of(pid: int) -> None:
+    """Clean-up after a failed test: end whatever still runs in the command's group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 async def test_output_and_exit_code_reach_the_model_and_stream_to_the_client(
@@ -96,12 +126,12 @@ async def test_a_timeout_ends_the_whole_process_group(root: Path, local_ctx: Too
 
     outcome = await TOOL.run(
         ShellParams(
-            command="sleep 30 & echo $! > child.pid; echo started; wait", timeout_seconds=0.5
+            command="sleep 60 & echo $! > child.pid; echo started; wait", timeout_seconds=0.5
         ),
         local_ctx,
     )
 
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < HANG_GUARD, "the call waited for the 60 s command"
     assert outcome.model_text.startswith("started\n")
     assert outcome.model_text.endswith("[timed out after 0.5 s: the command was stopped]")
     assert await wait_until_gone(int((root / "child.pid").read_text()))
@@ -111,11 +141,11 @@ async def test_a_command_ignoring_sigterm_is_killed(root: Path, local_ctx: ToolC
     started = time.monotonic()
 
     outcome = await TOOL.run(
-        ShellParams(command="trap '' TERM; echo $$ > sh.pid; sleep 30", timeout_seconds=0.3),
+        ShellParams(command="trap '' TERM; echo $$ > sh.pid; sleep 60", timeout_seconds=0.3),
         local_ctx,
     )
 
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < HANG_GUARD, "the call waited for the 60 s command"
     assert "timed out" in outcome.model_text
     assert await wait_until_gone(int((root / "sh.pid").read_text()))
 
@@ -126,36 +156,73 @@ async def test_background_leftovers_do_not_hold_the_call_and_are_ended(
     started = time.monotonic()
 
     outcome = await TOOL.run(
-        ShellParams(command="sleep 30 & echo $! > bg.pid; echo done"), local_ctx
+        ShellParams(command="sleep 60 & echo $! > bg.pid; echo done"), local_ctx
     )
 
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < HANG_GUARD, "the call waited for the 60 s leftover"
     assert outcome.model_text == "done\n\n[exit code 0]"
     assert await wait_until_gone(int((root / "bg.pid").read_text()))
 
 
-async def test_cancellation_ends_the_command_within_100_ms(
-    root: Path, local_ctx: ToolContext
+async def test_cancellation_ends_the_command_and_its_children_and_propagates(
+    root: Path, local_editor: FakeEditor
 ) -> None:
+    watch = OutputWatch(lines=2)
+    ctx = make_context(root, local_editor, events=watch)
     finished = False
 
     async def run() -> None:
         nonlocal finished
-        await TOOL.run(ShellParams(command="echo $$ > sh.pid; sleep 30"), local_ctx)
+        await TOOL.run(ShellParams(command="echo $$; sleep 60 & echo $!; wait"), ctx)
         finished = True
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_GUARD):
         async with anyio.create_task_group() as group:
             group.start_soon(run)
-            while not started(root / "sh.pid"):  # noqa: ASYNC110 (the shell writes a file)
-                await anyio.sleep(0.01)
-            cancelled_at = time.monotonic()
+            await watch.arrived.wait()  # the shell and its child both run
             group.cancel_scope.cancel()
-    elapsed = time.monotonic() - cancelled_at
+    shell, child = (int(line) for line in watch.output.split())
 
-    assert not finished
-    assert elapsed < 0.1
-    assert await wait_until_gone(int((root / "sh.pid").read_text()))
+    assert not finished, "the call was cancelled, not finished"
+    assert await wait_until_gone(shell)
+    assert await wait_until_gone(child)
+
+
+async def test_a_cancel_landing_while_the_command_is_still_starting_ends_its_whole_group(
+    root: Path, local_ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncio forks the command first and connects its pipes after: a cancel landing in
+    between must still end the command's children, not just (or not even) the shell."""
+    real_open_process = anyio.open_process
+    scope = anyio.CancelScope()
+    opened: list[anyio.abc.Process] = []
+
+    async def open_process_cancelled_midway(*args: Any, **kwargs: Any) -> Any:
+        process = await real_open_process(*args, **kwargs)
+        opened.append(process)
+        with anyio.fail_after(HANG_GUARD):
+            # Polling: the command writes the files; nothing else tells us it got that far.
+            while not (started(root / "sh.pid") and started(root / "bg.pid")):  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        scope.cancel()
+        await anyio.lowlevel.checkpoint()  # where the cancel lands, the start still unfinished
+        return process
+
+    monkeypatch.setattr(anyio, "open_process", open_process_cancelled_midway)
+    command = "echo $$ > sh.pid; sleep 60 & echo $! > bg.pid; wait"
+    try:
+        with anyio.fail_after(HANG_GUARD), scope:
+            await TOOL.run(ShellParams(command=command), local_ctx)
+        shell, child = (int((root / name).read_text()) for name in ("sh.pid", "bg.pid"))
+
+        assert scope.cancelled_caught, "the call was cancelled, not finished"
+        assert await wait_until_gone(shell)
+        assert await wait_until_gone(child)
+    finally:
+        for process in opened:  # when the tool lost hold of it, the test still cleans up
+            kill_group_of(process.pid)
+            with anyio.move_on_after(HANG_GUARD, shield=True):
+                await process.aclose()
 
 
 @contextmanager

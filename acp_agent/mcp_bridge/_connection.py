@@ -1,0 +1,388 @@
+"""The SDK side of one server: its transport and client session, held by one task.
+
+`run_link` connects (transport, `ClientSession`, `initialize`, tool and prompt lists), marks
+the link ready and serves it (refreshing the lists on `list_changed`) until the hub asks it
+to stop or the connection ends; leaving closes everything in reverse order, and the SDK's
+stdio transport ends a server as the spec says (close stdin, wait, then end the process
+group). Everything is entered on one exit stack in this task, so no cancel scope crosses
+tasks and nothing is held across a `yield`.
+
+The handshake is the 2025-11-25 one (`initialize`, the SDK client's `mode="legacy"`): the
+era in which servers send `notifications/tools/list_changed`, ask for `roots/list` and
+elicitation as requests and take `notifications/cancelled`, which is what we build on. In
+the 2026-07-28 era these move (subscriptions, input-required rounds) and a server written
+against the classic API cannot elicit at all. Servers of that era that keep the handshake
+(the SDK's do) answer it; one that speaks only 2026-07-28 fails with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from .. import __version__
+from ._callbacks import progress_callback, sdk_callbacks
+from ._link import Link
+from ._results import map_result, prompt_infos, prompt_result, tool_infos
+from ._schema import shield_listing
+from ._stderr import StderrPipe
+from .errors import CallFailed
+from .model import (
+    HubHandlers,
+    McpProgress,
+    McpPromptInfo,
+    McpToolInfo,
+    McpToolResult,
+    PromptResult,
+)
+from .specs import McpServerSpec
+
+log = logging.getLogger(__name__)
+
+CLIENT_INFO = types.Implementation(name="acp-agent", version=__version__)
+STDERR_GRACE = 1.0
+"""Seconds to wait for a dead server's last stderr lines before reporting it."""
+MAX_PAGES = 100
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+OnChange = Callable[[Link], Awaitable[None]]
+OnProgress = Callable[[McpProgress], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    cwd: Path
+    env: Mapping[str, str]
+    """A stdio server's base environment (the spec's `env` goes on top)."""
+    handlers: HubHandlers
+    allow_sampling: bool
+
+
+async def run_link(link: Link, attempt: int, settings: Settings, on_change: OnChange) -> None:
+    """Connect `link`'s server and serve it; every failure ends up in `link`, reported once."""
+    try:
+        async with AsyncExitStack() as stack:
+            await _connect_and_serve(link, attempt, settings, on_change, stack)
+    except Exception as exc:
+        log.debug("MCP server %r failed", link.name, exc_info=True)
+        await settle_stderr(link)
+        if link.fail(attempt, describe_error(exc, link.spec)):
+            await on_change(link)
+    finally:
+        if link.state == "ready" and link.current(attempt):
+            link.fail(attempt, "disconnected")  # left without a reason: never stay "ready"
+
+
+async def _connect_and_serve(
+    link: Link, attempt: int, settings: Settings, on_change: OnChange, stack: AsyncExitStack
+) -> None:
+    spec = link.spec
+    stderr: StderrPipe | None = None
+    if spec.transport == "stdio":
+        stderr = StderrPipe(spec.name, link.stderr)
+        link.stderr_done = stderr.done
+        pumps = await stack.enter_async_context(anyio.create_task_group())
+        pumps.start_soon(stderr.pump)
+        stack.push_async_callback(_finish_pump, stderr, pumps)
+    try:
+        read, write = await stack.enter_async_context(
+            await _transport(spec, settings, stderr, stack)
+        )
+    finally:
+        if stderr is not None:
+            stderr.close_writer()  # the child has its copy
+    watched = _WatchedStream(read, lambda: link.wake.set())
+    session = await stack.enter_async_context(
+        ClientSession(
+            watched,
+            write,
+            client_info=CLIENT_INFO,
+            **sdk_callbacks(link, settings.handlers, settings.cwd, settings.allow_sampling),
+        )
+    )
+    try:
+        await session.initialize()
+        live = LiveSession(link, session)
+        tools, warnings = await live.list_tools()
+        prompts = await live.list_prompts()
+    except Exception as exc:
+        # Report before the teardown, which may wait for a stuck server.
+        await settle_stderr(link)
+        if link.fail(attempt, describe_error(exc, spec)):
+            await on_change(link)
+        return
+    link.tools, link.warnings, link.prompts = tools, warnings, prompts
+    if not link.ready(attempt, live):
+        return
+    log.info("MCP server %r ready: %d tools, %d prompts", link.name, len(tools), len(prompts))
+    await on_change(link)
+    await _serve(link, attempt, live, watched, on_change)
+
+
+async def _serve(
+    link: Link, attempt: int, live: LiveSession, watched: _WatchedStream, on_change: OnChange
+) -> None:
+    while True:
+        await link.wake.wait()
+        if link.stop.is_set() or not link.current(attempt):
+            return
+        link.wake = anyio.Event()
+        if watched.ended:
+            await settle_stderr(link)
+            if link.fail(attempt, "the server closed the connection"):
+                await on_change(link)
+            return
+        if link.refresh_tools or link.refresh_prompts:
+            await _refresh(link, live, on_change)
+
+
+async def _refresh(link: Link, live: LiveSession, on_change: OnChange) -> None:
+    tools, prompts = link.refresh_tools, link.refresh_prompts
+    link.refresh_tools = link.refresh_prompts = False
+    try:
+        if tools:
+            link.tools, link.warnings = await live.list_tools()
+        if prompts:
+            link.prompts = await live.list_prompts()
+    except Exception as exc:
+        log.warning("MCP server %r: cannot refresh its lists: %s", link.name, exc)
+        return
+    await on_change(link)
+
+
+async def _finish_pump(stderr: StderrPipe, pumps: TaskGroup) -> None:
+    """After the transport closed: let the pump read the last lines, then stop it (a child
+    of the server may hold the pipe open).
+
+    Shielded: this runs while the connection unwinds, often from a cancellation, and an
+    unshielded wait here re-raises that cancellation through the exit stack with itself as
+    its `__context__`, a cycle on which anyio's task group then spins forever (3.11).
+    """
+    with anyio.move_on_after(STDERR_GRACE, shield=True):
+        await stderr.done.wait()
+    pumps.cancel_scope.cancel()
+
+
+async def settle_stderr(link: Link) -> None:
+    """Wait briefly for a stdio server's stderr to end, so a report has its last lines."""
+    if link.stderr_done is not None:
+        with anyio.move_on_after(STDERR_GRACE):
+            await link.stderr_done.wait()
+
+
+async def _transport(
+    spec: McpServerSpec, settings: Settings, stderr: StderrPipe | None, stack: AsyncExitStack
+) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+    if spec.transport == "stdio":
+        assert stderr is not None and spec.command is not None
+        server = StdioServerParameters(
+            command=spec.command,
+            args=list(spec.args),
+            env={**settings.env, **spec.env},
+            cwd=settings.cwd,
+        )
+        return stdio_client(server, errlog=stderr.writer)
+    assert spec.url is not None
+    if spec.transport == "sse":
+        return sse_client(spec.url, headers=dict(spec.headers))
+    client = await stack.enter_async_context(
+        httpx2.AsyncClient(headers=dict(spec.headers), timeout=HTTP_TIMEOUT)
+    )
+    return streamable_http_client(spec.url, http_client=client)
+
+
+class LiveSession:
+    """A connected server's calls, in neutral terms; used from any task."""
+
+    def __init__(self, link: Link, session: ClientSession) -> None:
+        self._link = link
+        self._session = session
+
+    @property
+    def server(self) -> str:
+        return self._link.name
+
+    async def list_tools(self) -> tuple[tuple[McpToolInfo, ...], tuple[str, ...]]:
+        capabilities = self._session.server_capabilities
+        if capabilities is not None and capabilities.tools is None:
+            return (), ()
+        found: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor)
+            )
+            found.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tool_infos(self.server, found)
+
+    async def list_prompts(self) -> tuple[McpPromptInfo, ...]:
+        capabilities = self._session.server_capabilities
+        if capabilities is None or capabilities.prompts is None:
+            return ()
+        found: list[types.Prompt] = []
+        cursor: str | None = None
+        try:
+            for _ in range(MAX_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor)
+                page = await self._session.list_prompts(params=params)
+                found.extend(page.prompts)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except (MCPError, ValidationError) as exc:
+            log.warning("MCP server %r: cannot list its prompts: %s", self.server, exc)
+        return prompt_infos(self.server, found)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], on_progress: OnProgress | None
+    ) -> McpToolResult:
+        """A cancelled call sends the server `notifications/cancelled` (the SDK does)."""
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=dict(arguments))
+        )
+        progress = progress_callback(self.server, on_progress) if on_progress else None
+        try:
+            # Not `session.call_tool`: it fails a result whose structured content does not
+            # match the tool's output schema, and the model is better served by the result.
+            result = await self._session.send_request(
+                request, types.CallToolResult, progress_callback=progress
+            )
+        except MCPError as exc:
+            raise await self._failed(exc) from None
+        except ValidationError as exc:
+            raise CallFailed(
+                f"MCP server {self.server!r} answered {name} with a result "
+                f"that is not MCP: {_first_error(exc)}"
+            ) from None
+        return map_result(result)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> PromptResult:
+        try:
+            result = await self._session.get_prompt(name, dict(arguments))
+        except MCPError as exc:
+            raise await self._failed(exc) from None
+        except ValidationError as exc:
+            raise CallFailed(
+                f"MCP server {self.server!r} answered with a prompt that is not "
+                f"MCP: {_first_error(exc)}"
+            ) from None
+        return prompt_result(result)
+
+    async def roots_changed(self) -> None:
+        await self._session.send_notification(types.RootsListChangedNotification())
+
+    async def _failed(self, exc: MCPError) -> CallFailed:
+        if exc.code != types.CONNECTION_CLOSED:
+            return CallFailed(f"MCP server {self.server!r}: {exc.error.message}")
+        await settle_stderr(self._link)
+        status = self._link.status()
+        message = f"MCP server {self.server!r} closed the connection during the call"
+        if status.stderr:
+            message += "\nLast lines of its stderr:\n" + "\n".join(f"  {s}" for s in status.stderr)
+        return CallFailed(message)
+
+
+class _WatchedStream:
+    """The transport's read stream, telling us when it ends (the server went away), and
+    shielding tool listings from the SDK's all-or-nothing schema validation."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+        self.ended = False
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context (the streamable HTTP transport has one per message)."""
+        return getattr(self._inner, "last_context", None)
+
+    def _end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self._on_end()
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item: SessionMessage | Exception = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._end()
+            raise
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCResponse):
+            result = item.message.result
+            if isinstance(result, dict) and "tools" in result:
+                shield_listing(result)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def describe_error(exc: BaseException, spec: McpServerSpec) -> str:
+    """One line saying what failed, from the SDK's, the OS's or httpx's exception."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    match exc:
+        case FileNotFoundError() if spec.transport == "stdio":
+            return f"cannot start {spec.command!r}: command not found"
+        case OSError() if spec.transport == "stdio":
+            return f"cannot start {spec.command!r}: {exc.strerror or exc}"
+        case MCPError(code=types.CONNECTION_CLOSED):
+            return "the server closed the connection before it answered"
+        case MCPError():
+            return f"the server answered with an error: {exc.error.message}"
+        case httpx2.HTTPStatusError():
+            return f"HTTP {exc.response.status_code} from {exc.request.url}"
+        case httpx2.TransportError():
+            return f"cannot reach {spec.url}: {exc or type(exc).__name__}"
+        case ValidationError():
+            return f"the server answered with something that is not MCP: {_first_error(exc)}"
+        case _:
+            return f"{type(exc).__name__}: {exc}"
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    first = errors[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"

@@ -1,0 +1,78 @@
+"""Which MCP servers a session connects to: the config file's and the editor's, merged.
+
+A spec is neutral: the ACP layer translates the editor's `mcpServers` entries into specs, the
+config's `[mcp_servers.<name>]` tables become specs here, and `merge_specs` lets the
+session's entry win on a name clash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from ..config import AgentConfig
+
+McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
+"""`http` is streamable HTTP; `sse` the older HTTP+SSE transport."""
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    name: str
+    transport: McpTransport = "stdio"
+    command: str | None = None
+    """stdio: the program to start (in the session's directory)."""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    """stdio: variables for the server, over the safe base it inherits (never our keys)."""
+    url: str | None = None
+    """http, sse: the endpoint."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """http, sse: sent with every request."""
+
+    def problem(self) -> str | None:
+        """Why this spec cannot be connected, or None."""
+        if not self.name:
+            return "a server needs a name"
+        if self.transport == "stdio":
+            return None if self.command else f"{self.name}: a stdio server needs a command"
+        if not self.url:
+            return f"{self.name}: an {self.transport} server needs a url"
+        if not self.url.startswith(("http://", "https://")):
+            return f"{self.name}: {self.url!r} is not an http(s) URL"
+        return None
+
+    def describe(self) -> str:
+        """Where the server is, for status lines (no headers or env: they may hold secrets)."""
+        if self.transport == "stdio":
+            return " ".join((self.command or "", *self.args)).strip()
+        return f"{self.transport} {self.url}"
+
+
+def specs_from_config(config: AgentConfig) -> list[McpServerSpec]:
+    """The config file's enabled servers, in file order."""
+    return [
+        McpServerSpec(
+            name=name,
+            transport=server.type,
+            command=server.command,
+            args=server.args,
+            env=dict(server.env),
+            url=server.url,
+            headers=dict(server.headers),
+        )
+        for name, server in config.mcp_servers.items()
+        if server.enabled
+    ]
+
+
+def merge_specs(
+    configured: Iterable[McpServerSpec], given: Iterable[McpServerSpec]
+) -> list[McpServerSpec]:
+    """The configured servers with the session's (`given`) over them: a given server
+    replaces a configured one of the same name, in its place; new ones follow."""
+    merged = {spec.name: spec for spec in configured}
+    for spec in given:
+        merged[spec.name] = spec
+    return list(merged.values())

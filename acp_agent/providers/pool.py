@@ -1,0 +1,45 @@
+"""The configured providers, created on first use and closed at shutdown."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+
+from . import create_provider, provider_module_for
+from .base import Provider
+
+if TYPE_CHECKING:
+    from ..config import AgentConfig
+
+log = logging.getLogger(__name__)
+
+
+class ProviderPool:
+    def __init__(self, config: AgentConfig, env: Mapping[str, str]) -> None:
+        self._config = config
+        self._env = env
+        self._providers: dict[str, Provider] = {}
+
+    async def get(self, name: str) -> Provider:
+        """The provider configured as `providers.<name>`."""
+        provider = self._providers.get(name)
+        if provider is None:
+            config = self._config.providers[name]
+            # A vendor SDK takes a second or two to import: not on the loop, where it would
+            # stall every other session's stream and cancel.
+            await anyio.to_thread.run_sync(importlib.import_module, provider_module_for(config))
+            provider = self._providers.setdefault(name, create_provider(name, config, self._env))
+        return provider
+
+    async def aclose(self) -> None:
+        """Release every provider's HTTP client."""
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            try:
+                await provider.aclose()
+            except Exception:
+                log.exception("closing provider %s failed", provider.name)

@@ -1,0 +1,41 @@
+"""What a session needs from the editor's side: defined here, implemented by `protocol/`.
+
+Sessions talk to the editor only through these interfaces, so this room knows no wire
+format, and `protocol/` implements them without importing this room (structural typing).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from ..messages import TurnEvent
+from ..tools import Decision, Editor, PermissionQuestion
+
+
+class SessionChannel(Protocol):
+    """One session's updates to the editor, and its questions to the user."""
+
+    async def emit(self, event: TurnEvent) -> None: ...
+
+    async def ask_permission(self, question: PermissionQuestion) -> Decision: ...
+
+    def streaming(self) -> AbstractAsyncContextManager[None]:
+        """Brackets a turn: within it, streamed text may be gathered into fewer updates;
+        everything emitted is sent by the time it exits."""
+        ...
+
+
+class EditorLink(Protocol):
+    """The connection to the editor, per session."""
+
+    def channel(self, session_id: str) -> SessionChannel: ...
+
+    def editor(self, session_id: str) -> Editor:
+        """Files and terminals, through the editor when it offers them."""
+        ...
+
+    @property
+    def shows_terminal_stream(self) -> bool:
+        """The editor renders a local command's live output (Zed's terminal `_meta`)."""
+        ...

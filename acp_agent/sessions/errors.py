@@ -1,0 +1,41 @@
+"""What the session store raises.
+
+    StoreError                 anything the store cannot do
+    ├── SessionNotFound        no session by that id (or an id that cannot name a file)
+    ├── SessionExists          `create` / `fork` onto an id already taken
+    ├── SessionCorrupt         a log whose header is missing or unreadable: it cannot load
+    └── RecordError            one line that does not encode or decode as a record
+                               (malformed, unknown kind, or from a newer version)
+
+A `RecordError` while reading a log is not fatal: the reader skips that line with a
+warning and the session loads without it. Only a bad header makes a whole log unloadable.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of the session store's errors."""
+
+
+class SessionNotFound(StoreError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session not found: {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionExists(StoreError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session already exists: {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionCorrupt(StoreError):
+    """The log exists but cannot be loaded (its first line is not a readable header)."""
+
+
+class RecordError(StoreError):
+    """A record that cannot be encoded, or a line that cannot be decoded into one."""
+
+
+__all__ = ["RecordError", "SessionCorrupt", "SessionExists", "SessionNotFound", "StoreError"]

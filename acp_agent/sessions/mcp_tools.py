@@ -1,0 +1,99 @@
+"""A session's MCP tools as engine tools: the adapter between `mcp_bridge` and `tools`, which
+may not import each other.
+
+Each tool a ready server lists becomes an `McpTool`: the model sees it under its qualified
+name (`mcp__<server>__<tool>`) with the server's description and (repaired) input schema;
+the user sees `server: tool` with the raw input, progress as updates, and the result as text.
+Its annotations feed the permission policy: `readOnlyHint` makes it a read (runs without
+asking in `ask` mode, offered in `read-only`), `destructiveHint` makes it ask before every
+call in every mode but `bypass`, without an "always" option.
+
+    tools = {**builtin_tools(), **mcp_tools(hub)}   # per turn: the lists may have changed
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ConfigDict
+
+from ..mcp_bridge import McpError, McpHub, McpProgress, McpToolInfo, McpToolResult
+from ..messages import TextPart, ToolCallUpdated, ToolKind, ToolSpec
+from ..tools.base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+
+ERROR_WITHOUT_MESSAGE = "The tool reported an error without a message."
+
+
+class McpArguments(ToolParams):
+    """Whatever the model sent: the server validates its own arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(frozen=True)
+class McpTool(Tool[McpArguments]):
+    hub: McpHub = field(repr=False, compare=False)
+    info: McpToolInfo
+    name: str
+    kind: ToolKind
+    description: str
+    params_model: type[ToolParams] = McpArguments
+    read_only: bool = False
+    always_asks: bool = False
+
+    @classmethod
+    def of(cls, hub: McpHub, info: McpToolInfo) -> McpTool:
+        return cls(
+            hub=hub,
+            info=info,
+            name=info.qualified_name,
+            kind=tool_kind(info),
+            description=info.description,
+            read_only=info.read_only,
+            always_asks=info.destructive and not info.read_only,
+        )
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name, description=self.description, parameters=self.info.input_schema
+        )
+
+    def title(self, params: McpArguments, ctx: ToolContext) -> str:
+        return f"{self.info.server}: {self.info.name}"
+
+    async def run(self, params: McpArguments, ctx: ToolContext) -> ToolOutcome:
+        async def progress(report: McpProgress) -> None:
+            await ctx.emit(
+                ToolCallUpdated(ctx.tool_call_id, content=(TextPart(report.describe()),))
+            )
+
+        try:
+            result = await self.hub.call_tool(
+                self.info.server, self.info.name, params.model_extra or {}, on_progress=progress
+            )
+        except McpError as exc:
+            raise ToolFailed(str(exc)) from None
+        return outcome_of(result)
+
+
+def mcp_tools(hub: McpHub) -> dict[str, Tool[Any]]:
+    """The ready servers' tools now, by the name the model calls them."""
+    return {info.qualified_name: McpTool.of(hub, info) for info in hub.tools()}
+
+
+def tool_kind(info: McpToolInfo) -> ToolKind:
+    if info.read_only:
+        return "fetch" if info.open_world else "read"
+    return "other"
+
+
+def outcome_of(result: McpToolResult) -> ToolOutcome:
+    """What the model and the user get; an `isError` result fails the call with its text."""
+    text = result.text
+    if result.is_error:
+        raise ToolFailed(text if result.content or result.structured else ERROR_WITHOUT_MESSAGE)
+    return ToolOutcome(model_text=text, display=(TextPart(text),), model_parts=result.model_parts())
+
+
+__all__ = ["McpArguments", "McpTool", "mcp_tools", "outcome_of", "tool_kind"]

@@ -1,0 +1,87 @@
+"""What a turn does, written to the session's log as it happens.
+
+Every complete message of the history is one record, in order; what the user saw is one
+record per event, with streamed text merged into one record per run of chunks (a 20,000
+delta reply is one line, not 20,000). Lines are written and flushed at each event
+boundary, so a killed process loses at most the event in flight.
+"""
+
+from __future__ import annotations
+
+from ..messages import (
+    Message,
+    MessageChunk,
+    PlanUpdated,
+    ThoughtChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnEvent,
+)
+from .records import EventRecord, MessageRecord
+from .store import SessionLog
+
+Chunk = MessageChunk | ThoughtChunk
+
+
+class TurnRecorder:
+    def __init__(self, log: SessionLog) -> None:
+        self._log = log
+        self._run: Chunk | None = None
+        """The first chunk of the run of text being gathered."""
+        self._texts: list[str] = []
+
+    def observe(self, event: TurnEvent) -> None:
+        if isinstance(event, (MessageChunk, ThoughtChunk)):
+            if self._run is not None and (
+                type(event) is not type(self._run) or event.message_id != self._run.message_id
+            ):
+                self.flush()
+            if self._run is None:
+                self._run = event
+            self._texts.append(event.text)
+            return
+        self.flush()
+        shown = _as_shown_later(event)
+        if shown is not None:
+            self._log.append(EventRecord(shown))
+
+    def keep(self, message: Message, message_id: str | None) -> None:
+        self.flush()
+        self._log.append(MessageRecord(message, message_id))
+
+    def flush(self) -> None:
+        """Write the run of text gathered so far."""
+        if self._run is None:
+            return
+        run, text = self._run, "".join(self._texts)
+        self._run, self._texts = None, []
+        self._log.append(EventRecord(type(run)(text, run.message_id)))
+
+
+def _as_shown_later(event: TurnEvent) -> TurnEvent | None:
+    """The event as a loaded session shows it again; None for what only matters live
+    (usage figures, a command's live output)."""
+    match event:
+        case ToolCallStarted() | PlanUpdated():
+            return event
+        case ToolCallUpdated(terminal=None):
+            return event
+        case ToolCallUpdated():
+            without_stream = ToolCallUpdated(
+                event.id,
+                status=event.status,
+                title=event.title,
+                content=event.content,
+                locations=event.locations,
+                raw_output=event.raw_output,
+            )
+            nothing_else = (
+                event.status is None
+                and event.title is None
+                and event.content is None
+                and event.locations is None
+                and event.raw_output is None
+            )
+            return None if nothing_else else without_stream
+        case _:
+            return None

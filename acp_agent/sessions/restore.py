@@ -1,0 +1,134 @@
+"""A stored session brought back: its state from the log's records, and what the user saw,
+to show again on `session/load`.
+
+The log keeps the full history; the working context the model is sent starts at the last
+compaction's summary. Terminal output is shown again as text: the terminals the live
+session showed are gone with the process that ran them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ..messages import (
+    ImagePart,
+    Message,
+    SessionInfoChanged,
+    TerminalContent,
+    TextPart,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolContent,
+    ToolResultPart,
+    TurnEvent,
+    UserMessageChunk,
+)
+from ..tools.permissions import PermissionMemory
+from .records import (
+    ChoiceRecord,
+    CompactionRecord,
+    EventRecord,
+    MessageRecord,
+    PermissionsRecord,
+    Record,
+    SessionHeader,
+    TitleRecord,
+    UsageRecord,
+)
+
+
+@dataclass
+class StoredSession:
+    header: SessionHeader
+    history: list[Message] = field(default_factory=list)
+    """The working context: the last compaction's summary (if any), then what followed."""
+    model: str | None = None
+    mode: str | None = None
+    thought_level: str | None = None
+    permissions: PermissionMemory = field(default_factory=PermissionMemory)
+    usage: UsageRecord | None = None
+    title: str | None = None
+
+
+def restore(records: Sequence[Record]) -> StoredSession:
+    """The session's state after the last record. `records` starts with the header."""
+    header = records[0]
+    assert isinstance(header, SessionHeader)
+    stored = StoredSession(header)
+    messages: list[Message] = []
+    compaction: CompactionRecord | None = None
+    for record in records[1:]:
+        match record:
+            case MessageRecord(message=message):
+                messages.append(message)
+            case ChoiceRecord():
+                stored.model = record.model or stored.model
+                stored.mode = record.mode or stored.mode
+                stored.thought_level = record.thought_level or stored.thought_level
+            case PermissionsRecord(allowed=allowed, rejected=rejected):
+                stored.permissions = PermissionMemory(set(allowed), set(rejected))
+            case UsageRecord():
+                stored.usage = record
+            case TitleRecord(title=title):
+                stored.title = title
+            case CompactionRecord():
+                compaction = record
+    if compaction is None:
+        stored.history = messages
+    else:
+        stored.history = [compaction.summary, *messages[compaction.replaced :]]
+    return stored
+
+
+def replay(records: Sequence[Record]) -> list[TurnEvent]:
+    """What the user saw, in order: their prompts, the replies, thoughts, tool calls with
+    their final state, plans; then the title."""
+    outputs = _tool_outputs(records)
+    events: list[TurnEvent] = []
+    title: str | None = None
+    for record in records:
+        match record:
+            case MessageRecord(message=Message(role="user") as message, message_id=message_id):
+                events.extend(
+                    UserMessageChunk(part, message_id)
+                    for part in message.parts
+                    if isinstance(part, (TextPart, ImagePart))
+                )
+            case EventRecord(event=event):
+                events.append(_without_terminals(event, outputs))
+            case TitleRecord(title=stored_title):
+                title = stored_title
+    if title is not None:
+        events.append(SessionInfoChanged(title=title))
+    return events
+
+
+def _tool_outputs(records: Sequence[Record]) -> dict[str, str]:
+    """What each tool call returned to the model, by call id."""
+    outputs: dict[str, str] = {}
+    for record in records:
+        if isinstance(record, MessageRecord) and record.message.role == "tool":
+            for part in record.message.parts:
+                if isinstance(part, ToolResultPart):
+                    outputs[part.tool_call_id] = part.text
+    return outputs
+
+
+def _without_terminals(event: TurnEvent, outputs: dict[str, str]) -> TurnEvent:
+    match event:
+        case ToolCallStarted(content=content) if _has_terminal(content):
+            return replace(event, content=_as_text(content, outputs.get(event.id, "")))
+        case ToolCallUpdated(content=content) if content and _has_terminal(content):
+            return replace(event, content=_as_text(content, outputs.get(event.id, "")))
+        case _:
+            return event
+
+
+def _has_terminal(content: Sequence[ToolContent]) -> bool:
+    return any(isinstance(item, TerminalContent) for item in content)
+
+
+def _as_text(content: Sequence[ToolContent], output: str) -> tuple[ToolContent, ...]:
+    shown = f"```\n{output.rstrip()}\n```" if output.strip() else "(output not kept)"
+    return tuple(TextPart(shown) if isinstance(item, TerminalContent) else item for item in content)
