@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 
 from .config import AgentConfig
+from .mcp_bridge import McpServerSpec
 from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
@@ -32,7 +33,6 @@ from .sessions.errors import StoreError
 from .sessions.manager import (
     MODE,
     MODEL,
-    MODEL_COMMAND,
     ChoiceError,
     SessionManager,
     UnknownSession,
@@ -66,7 +66,7 @@ class Agent:
 
     async def new_session(self, request: s.NewSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
-        session = self._sessions.new(cwd, extra)
+        session = await self._sessions.new(cwd, extra, _mcp_specs(request.mcp_servers))
         answer = dump(
             s.NewSessionResponse(
                 session_id=session.id,
@@ -76,12 +76,17 @@ class Agent:
         )
         # The older `models` state is not in the current schema: it rides alongside.
         answer["models"] = options.legacy_models_state(self._config, self._choices(session))
-        return FollowedBy(answer, partial(self._announce_commands, session.id))
+        return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def load_session(self, request: s.LoadSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
         with _session_errors():
-            session = await self._sessions.load(request.session_id, cwd, extra)
+            session = await self._sessions.load(
+                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
+            )
+        # Before the answer, unlike the other lifecycle methods: the client knows the id it
+        # loads, and nothing may follow a load's answer for the session (ACP TCK LOAD-002).
+        await self._sessions.announce_commands(session.id)
         answer = dump(
             s.LoadSessionResponse(
                 config_options=self._config_options(session),
@@ -89,12 +94,14 @@ class Agent:
             )
         )
         answer["models"] = options.legacy_models_state(self._config, self._choices(session))
-        return FollowedBy(answer, partial(self._announce_commands, session.id))
+        return answer
 
     async def resume_session(self, request: s.ResumeSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
         with _session_errors():
-            session = await self._sessions.resume(request.session_id, cwd, extra)
+            session = await self._sessions.resume(
+                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
+            )
         answer = dump(
             s.ResumeSessionResponse(
                 config_options=self._config_options(session),
@@ -102,12 +109,14 @@ class Agent:
             )
         )
         answer["models"] = options.legacy_models_state(self._config, self._choices(session))
-        return FollowedBy(answer, partial(self._announce_commands, session.id))
+        return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def fork_session(self, request: s.ForkSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
         with _session_errors():
-            session = await self._sessions.fork(request.session_id, cwd, extra)
+            session = await self._sessions.fork(
+                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
+            )
         answer = dump(
             s.ForkSessionResponse(
                 session_id=session.id,
@@ -115,7 +124,7 @@ class Agent:
                 modes=options.mode_state(self._choices(session), MODES),
             )
         )
-        return FollowedBy(answer, partial(self._announce_commands, session.id))
+        return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def list_sessions(self, request: s.ListSessionsRequest) -> Any:
         cwd = _directory("cwd", request.cwd, must_exist=False) if request.cwd else None
@@ -214,24 +223,6 @@ class Agent:
             s.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode),
         )
 
-    async def _announce_commands(self, session_id: str) -> None:
-        """Sent once the client knows the session id."""
-        await self._client.send_schema_update(
-            session_id,
-            s.AvailableCommandsUpdate(
-                session_update="available_commands_update",
-                available_commands=[
-                    s.AvailableCommand(
-                        name=MODEL_COMMAND,
-                        description="Switch the model (no argument: list the models)",
-                        input=s.AvailableCommandInput(
-                            root=s.UnstructuredCommandInput(hint="provider/model")
-                        ),
-                    )
-                ],
-            ),
-        )
-
 
 @contextmanager
 def _session_errors() -> Iterator[None]:
@@ -248,6 +239,35 @@ def _session_errors() -> Iterator[None]:
         raise RpcError(AUTH_REQUIRED, str(exc)) from None
     except ProviderError as exc:
         raise RpcError(INTERNAL_ERROR, str(exc)) from None
+
+
+def _mcp_specs(servers: list[Any] | None) -> list[McpServerSpec]:
+    """The editor's MCP servers in the bridge's terms (MCP over ACP is not supported yet)."""
+    specs: list[McpServerSpec] = []
+    for server in servers or []:
+        match server:
+            case s.McpServerStdio():
+                specs.append(
+                    McpServerSpec(
+                        server.name,
+                        "stdio",
+                        command=server.command,
+                        args=tuple(server.args),
+                        env={variable.name: variable.value for variable in server.env},
+                    )
+                )
+            case s.HttpMcpServer() | s.SseMcpServer():
+                specs.append(
+                    McpServerSpec(
+                        server.name,
+                        server.type,
+                        url=server.url,
+                        headers={header.name: header.value for header in server.headers},
+                    )
+                )
+            case _:
+                log.warning("MCP server %r: its transport is not supported", server.name)
+    return specs
 
 
 def _roots(cwd: str, additional: list[str] | None) -> tuple[Path, list[Path]]:

@@ -8,9 +8,11 @@ Heavy modules are imported inside functions, so `initialize` is answered before 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from . import __version__, logs
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from anyio import CancelScope
     from anyio.abc import TaskGroup
 
     from .protocol.client import ClientProxy
@@ -75,11 +78,39 @@ def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level or level or "info", args.log_file or file)
     frames_in, frames_out = _claim_stdio()
     load = agent_loader(args.config, os.environ)
+
+    terminated: list[signal.Signals] = []
+
+    async def serve_until_terminated() -> None:
+        # SIGTERM / SIGHUP end the connection as stdin EOF would: every session's work is
+        # cancelled and its MCP servers are closed, so no child outlives us.
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_termination, group.cancel_scope, terminated)
+            await serve(FdSource(frames_in), FdSink(frames_out), load=load)
+            group.cancel_scope.cancel()
+
     try:
-        anyio.run(lambda: serve(FdSource(frames_in), FdSink(frames_out), load=load))
+        anyio.run(serve_until_terminated)
     except KeyboardInterrupt:
         return 130
+    if terminated:
+        # The worker thread reading stdin is still blocked in read() (the editor kept the
+        # pipe open), and the interpreter would wait for it at exit: leave without it.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
+
+
+async def _cancel_on_termination(scope: CancelScope, terminated: list[signal.Signals]) -> None:
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for number in signals:
+            terminated.append(signal.Signals(number))
+            log.info("%s: shutting down", signal.Signals(number).name)
+            scope.cancel()
+            return
 
 
 def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[], Startup | str]:
@@ -108,6 +139,10 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         state_dir = Path(config.state_dir) if config.state_dir else default_state_dir(env)
         # Our own keys, wherever they come from, never reach the session files.
         store = SessionStore(state_dir.expanduser(), agent_secrets(config, env))
+
+        # What is loaded now lives as long as the process: keep the collector's full passes
+        # from walking it again and again (they paused prompts by tens of milliseconds).
+        gc.freeze()
 
         def start(client: ClientProxy, background: TaskGroup) -> Agent:
             sessions = SessionManager(

@@ -290,6 +290,20 @@ class AgentConfig(_Strict):
     max_turn_requests: StrictInt = Field(
         50, gt=0, description="Model calls allowed in one prompt turn before it stops."
     )
+    compaction_threshold: StrictFloat = Field(
+        0.8,
+        ge=0.1,
+        le=0.95,
+        description="Share of the model's context window the next request (history plus "
+        "prompt) may take before older turns are summarised to make room.",
+    )
+    compaction_keep_turns: StrictInt = Field(
+        2,
+        ge=1,
+        le=100,
+        description="Recent user turns (the running one included) kept word for word when "
+        "older turns are summarised.",
+    )
     system_prompt: str | None = Field(None, description="Replaces the built-in system prompt.")
     shell_timeout: StrictFloat = Field(
         120.0, gt=0, le=86_400, description="Seconds a shell command may run before it is killed."

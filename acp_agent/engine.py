@@ -97,6 +97,23 @@ class ModelSetup:
     settings: ModelSettings
 
 
+class ContextGuard(Protocol):
+    """Keeps the conversation within the model's context window (the session compacts it)."""
+
+    async def fit(
+        self,
+        history: list[Message],
+        request: ModelRequest,
+        setup: ModelSetup,
+        overflow: ContextWindowError | None = None,
+    ) -> bool:
+        """Called before each model request with the request about to be sent, and again
+        with `overflow` when the vendor refused it as too long: shortens `history` in place
+        (older turns replaced by a summary; the running turn kept whole) when it must, and
+        says whether it did."""
+        ...
+
+
 class SessionChoices(Protocol):
     """The user's choices, read live: a switch while a turn runs applies from the next model
     request (model, thought level) or the next tool call (mode)."""
@@ -119,6 +136,8 @@ class Turn:
     """The session's context and cost figures, updated after every model call."""
     memory: PermissionMemory = field(default_factory=PermissionMemory)
     """The user's "always" answers, shared with the session."""
+    context_guard: ContextGuard | None = None
+    """Asked before every model request; without one the history is sent as it is."""
 
     _answered: list[ToolResultPart] = field(default_factory=list, init=False)
     """Results of the tool round under way, kept as one message when it ends."""
@@ -178,8 +197,22 @@ class Turn:
 
     async def _call_model(self) -> ModelStopReason:
         setup = await self.choices.model_setup()
+        request = self._request(setup)
+        guard = self.context_guard
+        if guard is not None and await guard.fit(self.history, request, setup):
+            request = self._request(setup)
+        try:
+            return await self._stream_reply(setup, request)
+        except ContextWindowError as overflow:
+            if guard is None or not await guard.fit(self.history, request, setup, overflow):
+                raise
+        # Compacted after the vendor refused the request: sent once more, and a second
+        # refusal ends the turn.
+        return await self._stream_reply(setup, self._request(setup))
+
+    def _request(self, setup: ModelSetup) -> ModelRequest:
         settings = setup.settings
-        request = ModelRequest(
+        return ModelRequest(
             model=settings.model,
             system=settings.system_prompt,
             messages=list(self.history),
@@ -187,6 +220,9 @@ class Turn:
             max_output_tokens=settings.max_output_tokens,
             thought_level=settings.thought_level,
         )
+
+    async def _stream_reply(self, setup: ModelSetup, request: ModelRequest) -> ModelStopReason:
+        settings = setup.settings
         reply = _ReplyBuilder()
         reply_id, thought_id = _new_id(), _new_id()
         stop: ModelStopReason | None = None

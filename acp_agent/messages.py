@@ -279,6 +279,53 @@ class SessionInfoChanged:
     """ISO 8601."""
 
 
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A slash command the user may type (`/name argument`)."""
+
+    name: str
+    description: str
+    hint: str | None = None
+    """What the argument is, when it takes one."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandsChanged:
+    commands: tuple[CommandInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted:
+    """Older turns are being summarised to free the context window."""
+
+    compaction_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSummaryChunk:
+    """A piece of the summary as the model writes it."""
+
+    compaction_id: str
+    text: str
+
+
+CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFinished:
+    compaction_id: str
+    status: CompactionStatus
+    summary: str | None = None
+    """completed: the summary that now stands for the earlier conversation."""
+    error: str | None = None
+    """failed: why, readable."""
+    summarised: int = 0
+    """completed: how many earlier messages of the conversation the summary replaced."""
+    share: float | None = None
+    """The part of the context window the conversation took when compaction began."""
+
+
 TurnEvent: TypeAlias = (
     MessageChunk
     | ThoughtChunk
@@ -288,7 +335,33 @@ TurnEvent: TypeAlias = (
     | PlanUpdated
     | UsageUpdated
     | SessionInfoChanged
+    | CommandsChanged
+    | CompactionStarted
+    | CompactionSummaryChunk
+    | CompactionFinished
 )
+
+# --- asking the user ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """A question for the user: a form (`schema`, a flat JSON schema of primitive fields)
+    or a URL to open."""
+
+    message: str
+    mode: Literal["form", "url"] = "form"
+    schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationAnswer:
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
 
 TurnStopReason: TypeAlias = Literal[
     "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"

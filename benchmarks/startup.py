@@ -13,6 +13,13 @@ resident memory (VmRSS) right after `initialize` answered.
     uv run python benchmarks/startup.py               # 10 runs of .venv/bin/acp-agent
     uv run python benchmarks/startup.py --via both    # the console script and `python -m`
     uv run python benchmarks/startup.py --check       # exit 1 if a target is missed
+    uv run python benchmarks/startup.py --memory      # resident memory per provider path
+
+`--memory` measures memory instead, per API family (Chat Completions, the Responses API,
+Anthropic; the fakes and config of `harness.py`): a fresh agent per run, its VmRSS after
+`initialize`, after a first session answered one prompt (the provider loaded), and after
+20 such sessions, left idle; the growth per idle session is the difference over the 19
+later sessions (target: at most 1 MiB each).
 
 Standard library only (plus the project, installed in the interpreter that runs this).
 """
@@ -24,6 +31,7 @@ import contextlib
 import json
 import os
 import selectors
+import shlex
 import statistics
 import subprocess
 import sys
@@ -38,6 +46,9 @@ FAKE_LLM = ROOT / "tests" / "fake_llm.py"
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "acp-agent"
 
 TARGETS_MS = {"initialize": 150.0, "first chunk": 1500.0}
+MEMORY_SESSIONS = 20
+MEMORY_GROWTH_TARGET_MIB = 1.0
+"""At most this much more resident memory per idle session."""
 """Median targets: an editor shows the agent as ready, and the first words of a reply."""
 
 RUN_TIMEOUT = 30.0
@@ -335,6 +346,104 @@ def print_report(series: Series) -> bool:
     return met
 
 
+# --- memory per provider path ---------------------------------------------------------------
+
+
+@dataclass
+class MemoryRun:
+    initialize_kib: int
+    first_session_kib: int
+    """After the first session answered its prompt: the provider's SDK is loaded."""
+    sessions_kib: int
+    """After `MEMORY_SESSIONS` sessions, each of which answered one prompt."""
+
+    def per_session_mib(self, sessions: int) -> float:
+        return (self.sessions_kib - self.first_session_kib) / 1024 / (sessions - 1)
+
+
+def measure_memory(
+    command: list[str], env: dict[str, str], cwd: Path, log: TextIO, sessions: int
+) -> MemoryRun:
+    agent = AgentProcess(command, env, cwd, log)
+    deadline = agent.started + RUN_TIMEOUT * 4
+    try:
+        _await_response(agent, agent.request("initialize", INITIALIZE), "initialize", deadline)
+        initialize = _settled_rss(agent)
+        first = 0
+        for number in range(sessions):
+            new_id = agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+            session = _await_response(agent, new_id, "session/new", deadline)
+            prompt = {"type": "text", "text": f"{PROMPT} ({number})"}
+            prompt_id = agent.request(
+                "session/prompt", {"sessionId": session["sessionId"], "prompt": [prompt]}
+            )
+            _await_response(agent, prompt_id, "session/prompt", deadline)
+            if number == 0:
+                first = _settled_rss(agent)
+        return MemoryRun(initialize, first, _settled_rss(agent))
+    finally:
+        agent.close()
+
+
+def _settled_rss(agent: AgentProcess) -> int:
+    """VmRSS once the agent has sent what it had to send (notifications after an answer)."""
+    try:
+        while True:
+            agent.receive(time.perf_counter() + 0.2)
+    except BenchmarkError as exc:
+        if "timed out" not in str(exc):
+            raise
+    rss = agent.rss_kib()
+    if rss is None:
+        raise BenchmarkError("no /proc/<pid>/status on this system: memory is not measured")
+    return rss
+
+
+def run_memory(args: argparse.Namespace, log: TextIO, workdir: Path) -> dict[str, list[MemoryRun]]:
+    from harness import FAMILIES, Fakes, agent_env, write_config
+
+    command = (
+        shlex.split(args.agent_command) if args.agent_command else agent_commands(args.via)[0][1]
+    )
+    results: dict[str, list[MemoryRun]] = {}
+    with Fakes(log) as fakes:
+        for family in FAMILIES:
+            env = agent_env(write_config(workdir, fakes, family))
+            for number in range(args.warmup + args.runs):
+                run = measure_memory(command, env, workdir, log, MEMORY_SESSIONS)
+                if number >= args.warmup:
+                    results.setdefault(family, []).append(run)
+    return results
+
+
+def print_memory(results: dict[str, list[MemoryRun]]) -> bool:
+    def mib(values: list[float], digits: int = 1) -> str:
+        low, high = min(values), max(values)
+        return f"{statistics.median(values):.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
+
+    print(
+        f"\n{'family':<11}{'after initialize':>20}{'after 1 session':>20}"
+        f"{f'after {MEMORY_SESSIONS} sessions':>21}{'per idle session':>20}"
+    )
+    print("-" * 92)
+    met = True
+    for family, runs in results.items():
+        growth = [r.per_session_mib(MEMORY_SESSIONS) for r in runs]
+        verdict = ""
+        if statistics.median(growth) > MEMORY_GROWTH_TARGET_MIB:
+            verdict, met = " MISSED", False
+        print(
+            f"{family:<11}{mib([r.initialize_kib / 1024 for r in runs]):>20}"
+            f"{mib([r.first_session_kib / 1024 for r in runs]):>20}"
+            f"{mib([r.sessions_kib / 1024 for r in runs]):>21}{mib(growth, 3):>20}{verdict}"
+        )
+    print(
+        f"\nVmRSS in MiB, median [min-max] over the runs (a fresh agent each). Target: at most "
+        f"{MEMORY_GROWTH_TARGET_MIB:g} MiB more per idle session: {'met' if met else 'MISSED'}"
+    )
+    return met
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="measured runs per command")
@@ -352,6 +461,12 @@ def main(argv: list[str] | None = None) -> int:
         "--agent-log", type=Path, help="file for the agents' stderr (default: a temporary file)"
     )
     parser.add_argument("--fake-llm", type=Path, default=FAKE_LLM, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--memory", action="store_true", help="measure memory per provider path instead"
+    )
+    parser.add_argument(
+        "--agent-command", metavar="COMMAND", help="--memory: start this command instead"
+    )
     parser.add_argument("--json", action="store_true", help="also print every run as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     args = parser.parse_args(argv)
@@ -359,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs must be at least 1 and --warmup at least 0")
 
     log_path = args.agent_log or Path(tempfile.gettempdir()) / "acp-agent-startup-bench.log"
+    if args.memory:
+        return memory_main(args, log_path)
     try:
         with (
             open(log_path, "w", encoding="utf-8") as log,
@@ -387,6 +504,26 @@ def main(argv: list[str] | None = None) -> int:
                 indent=2,
             )
         )
+    return 1 if args.check and not met else 0
+
+
+def memory_main(args: argparse.Namespace, log_path: Path) -> int:
+    try:
+        with (
+            open(log_path, "w", encoding="utf-8") as log,
+            tempfile.TemporaryDirectory(prefix="acp-bench-") as workdir,
+        ):
+            results = run_memory(args, log, Path(workdir))
+    except BenchmarkError as exc:
+        print(f"benchmark failed: {exc} (agent stderr: {log_path})", file=sys.stderr)
+        return 2
+    command = args.agent_command or "the project's acp-agent"
+    print(f"\nacp-agent memory per provider path ({command})")
+    print(f"python {sys.version.split()[0]}, {_machine_load()}; {args.runs} runs per family")
+    met = print_memory(results)
+    print(f"agent stderr: {log_path}")
+    if args.json:
+        print(json.dumps({family: [vars(r) for r in runs] for family, runs in results.items()}))
     return 1 if args.check and not met else 0
 
 

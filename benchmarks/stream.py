@@ -1,20 +1,33 @@
-"""How fast `acp-agent` relays a fast model stream to the editor.
+"""How fast `acp-agent` relays a fast model stream to the editor, for every API family.
 
-One agent process, driven over raw JSON-RPC on its pipes the way an editor drives it:
+One agent process per family (Chat Completions, the Responses API, Anthropic's Messages
+API; see `harness.py`), driven over raw JSON-RPC on its pipes the way an editor drives it:
 
-    initialize  ->  for each run: session/new  ->  session/prompt "[[deltas 20000]]"
+    initialize  ->  for each kind and run: session/new  ->  session/prompt "[[deltas 20000 KIND]]"
 
-The fake OpenAI-compatible server `tests/fake_llm.py` answers that prompt with 20,000
-one-word deltas ("w0 ", "w1 ", ...) as fast as it can write them. Each run is timed from
-writing session/prompt to reading its response; the time to the first agent_message_chunk
-is reported too, with the number of session/update notifications (and of message chunks)
-the agent sent for those 20,000 deltas. Every run checks that all 20,000 words arrived, in
-order, in the agent_message_chunk text. A new session per run keeps the requests the same
-size; the first run(s) warm up the HTTP client and lazy imports and are not counted.
+The fake server answers with 20,000 one-word deltas ("w0 ", "w1 ", ...) as fast as it can
+write them, of one of three kinds:
 
-    uv run python benchmarks/stream.py                  # 5 runs, .venv/bin/acp-agent
-    uv run python benchmarks/stream.py --runs 10 --check
-    uv run python benchmarks/stream.py --cprofile /tmp/agent.prof   # profile the agent
+    text       reply text              -> agent_message_chunk
+    thinking   reasoning / thinking    -> agent_thought_chunk
+    tool       one tool call's arguments {"words": "w0 w1 ..."}, one word per delta -> one
+               tool_call (the tool does not exist: the call fails, the model is called again
+               with its result and answers a line of text)
+
+Each run is timed from writing session/prompt to reading its answer, and to the first
+session/update of the reply; the fake reports (with `--timings`) when it sent the first byte
+of its answer, so "first update - fake byte" is the agent's own delay. Every run checks
+that all 20,000 words arrived, in order. A new session per run keeps the requests the same
+size; the first run(s) of each kind warm up the HTTP client and lazy imports, not counted.
+
+Targets: the Responses and Anthropic paths within 1.5x of the Chat path's median, kind for
+kind; the first update within 20 ms of the fake's first byte (text and thinking: a tool
+call is shown once its arguments are complete).
+
+    uv run python benchmarks/stream.py                  # 5 runs of each family and kind
+    uv run python benchmarks/stream.py --families chat --kinds text --runs 10
+    uv run python benchmarks/stream.py --agent-command /tmp/old/.venv/bin/acp-agent
+    uv run python benchmarks/stream.py --cprofile /tmp/agent   # /tmp/agent-<family>.prof
 
 Standard library only (plus the project, installed in the interpreter that runs this).
 """
@@ -30,37 +43,38 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from harness import FAMILIES, PATHS, FakeProcess, Fakes, agent_env, spread, write_config
 from startup import (
     CONSOLE_SCRIPT,
-    FAKE_LLM,
     INITIALIZE,
     AgentProcess,
     BenchmarkError,
-    FakeLLM,
     _await_response,
     _machine_load,
-    agent_env,
 )
 
-TARGET_SECONDS = 0.8
-"""Median, prompt sent to prompt answered. Peers: mistral-vibe 0.97 s, codex-acp 1.10 s,
-claude-agent-acp 1.34 s."""
+KINDS = ("text", "thinking", "tool")
+RATIO_TARGET = 1.5
+"""Responses and Anthropic medians at most this many times the Chat path's, per kind."""
+FIRST_UPDATE_TARGET_MS = 20.0
+"""First update at most this long after the fake server's first byte (text, thinking)."""
 DELTAS = 20_000
-RUN_TIMEOUT = 60.0
+RUN_TIMEOUT = 120.0
+DELTAS_TOOL = "deltas_args"
 
 
 @dataclass
 class Run:
     total: float
     """Seconds from writing session/prompt to reading its response."""
-    first_chunk: float
-    """Seconds from writing session/prompt to the first agent_message_chunk."""
+    first_update: float
+    """Seconds from writing session/prompt to the first update of the reply."""
+    fake_first_byte: float
+    """Seconds from writing session/prompt to the fake's first byte of its answer."""
     notifications: int
     """session/update notifications received during the prompt."""
-    chunks: int
-    """... of which agent_message_chunk."""
     agent_cpu: float | None
     """Agent CPU seconds (user + system, all threads) spent on the prompt."""
 
@@ -69,50 +83,77 @@ def expected_text(deltas: int) -> str:
     return "".join(f"w{i} " for i in range(deltas))
 
 
-def measure_prompt(agent: AgentProcess, cwd: Path, deltas: int) -> Run:
-    deadline = time.perf_counter() + RUN_TIMEOUT
+def measure_prompt(
+    agent: AgentProcess, fake: FakeProcess, family: str, kind: str, cwd: Path, deltas: int
+) -> Run:
+    deadline = time.monotonic() + RUN_TIMEOUT
     new_id = agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
     session_id = _await_response(agent, new_id, "session/new", deadline)["sessionId"]
     # session/new is followed by an available_commands_update: let it arrive first.
     _drain(agent, 0.05)
 
     cpu_before = agent.cpu_ms()
-    started = time.perf_counter()
+    started = time.monotonic()
+    prompt = f"[[deltas {deltas}]]" if kind == "text" else f"[[deltas {deltas} {kind}]]"
     prompt_id = agent.request(
         "session/prompt",
-        {"sessionId": session_id, "prompt": [{"type": "text", "text": f"[[deltas {deltas}]]"}]},
+        {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
     )
-    first_chunk: float | None = None
+    first_update: float | None = None
     notifications = 0
     texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[dict[str, Any]] = []
     while True:
         message = agent.receive(deadline)
         if message.get("method") == "session/update":
             notifications += 1
-            params = message.get("params") or {}
-            update = params.get("update") or {}
-            if update.get("sessionUpdate") == "agent_message_chunk":
-                if first_chunk is None:
-                    first_chunk = time.perf_counter() - started
-                texts.append((update.get("content") or {}).get("text", ""))
+            update = (message.get("params") or {}).get("update") or {}
+            match update.get("sessionUpdate"):
+                case "agent_message_chunk":
+                    texts.append((update.get("content") or {}).get("text", ""))
+                case "agent_thought_chunk":
+                    thoughts.append((update.get("content") or {}).get("text", ""))
+                case "tool_call":
+                    calls.append(update)
+                case _:
+                    continue
+            if first_update is None:
+                first_update = time.monotonic() - started
         elif message.get("id") == prompt_id:
             if "error" in message:
                 raise BenchmarkError(f"session/prompt failed: {message['error']}")
             break
-    total = time.perf_counter() - started
+    total = time.monotonic() - started
     cpu_after = agent.cpu_ms()
 
     stop = (message.get("result") or {}).get("stopReason")
     if stop != "end_turn":
         raise BenchmarkError(f"the prompt ended with {stop!r}, not end_turn")
-    if first_chunk is None:
-        raise BenchmarkError("the prompt ended without an agent_message_chunk")
-    _check_text("".join(texts), deltas)
+    if first_update is None:
+        raise BenchmarkError("the prompt ended without an update")
+    _check(kind, "".join(texts), "".join(thoughts), calls, deltas)
+    exchange = fake.exchanges(started, PATHS[family])[0]
     cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / 1000
-    return Run(total, first_chunk, notifications, len(texts), cpu)
+    return Run(total, first_update, exchange["first_byte"] - started, notifications, cpu)
 
 
-def _check_text(received: str, deltas: int) -> None:
+def _check(kind: str, text: str, thought: str, calls: list[dict[str, Any]], deltas: int) -> None:
+    match kind:
+        case "text":
+            _check_words("reply text", text, deltas)
+        case "thinking":
+            _check_words("thinking", thought, deltas)
+        case "tool":
+            if len(calls) != 1 or calls[0].get("rawInput") is None:
+                raise BenchmarkError(f"expected one tool call with its input, got {calls!r:.200}")
+            words = calls[0]["rawInput"].get("words", "")
+            _check_words("tool arguments", words, deltas)
+            if not text.startswith("Tool result:"):
+                raise BenchmarkError(f"the answer to the tool result is {text[:80]!r}")
+
+
+def _check_words(what: str, received: str, deltas: int) -> None:
     expected = expected_text(deltas)
     if received == expected:
         return
@@ -120,18 +161,18 @@ def _check_text(received: str, deltas: int) -> None:
     for index, word in enumerate(words):
         if word != f"w{index}":
             raise BenchmarkError(
-                f"word {index} arrived as {word!r}, expected 'w{index}' "
+                f"{what}: word {index} arrived as {word!r}, expected 'w{index}' "
                 f"({len(words)} words received of {deltas})"
             )
     raise BenchmarkError(
-        f"received {len(words)} words of {deltas} ({len(received)} characters, "
+        f"{what}: received {len(words)} words of {deltas} ({len(received)} characters, "
         f"expected {len(expected)})"
     )
 
 
 def _drain(agent: AgentProcess, seconds: float) -> None:
     """Read whatever the agent sends within `seconds` (notifications between requests)."""
-    deadline = time.perf_counter() + seconds
+    deadline = time.monotonic() + seconds
     try:
         while True:
             agent.receive(deadline)
@@ -143,82 +184,83 @@ def _drain(agent: AgentProcess, seconds: float) -> None:
 # --- the report -----------------------------------------------------------------------------
 
 
-def agent_command(args: argparse.Namespace) -> tuple[str, list[str]]:
+def agent_command(args: argparse.Namespace, family: str) -> tuple[str, list[str]]:
     if args.agent_command is not None:
         return args.agent_command, shlex.split(args.agent_command)
     if args.cprofile is not None:
-        command = [sys.executable, "-m", "cProfile", "-o", str(args.cprofile), "-m", "acp_agent"]
+        output = f"{args.cprofile}-{family}.prof"
+        command = [sys.executable, "-m", "cProfile", "-o", output, "-m", "acp_agent"]
         return "python -m cProfile -m acp_agent", command
-    if args.via == "script" and CONSOLE_SCRIPT.exists():
+    if CONSOLE_SCRIPT.exists():
         return str(CONSOLE_SCRIPT.relative_to(CONSOLE_SCRIPT.parents[2])), [str(CONSOLE_SCRIPT)]
-    if args.via == "script":
-        print(f"note: {CONSOLE_SCRIPT} not found; measuring `python -m acp_agent`")
+    print(f"note: {CONSOLE_SCRIPT} not found; measuring `python -m acp_agent`")
     return "python -m acp_agent", [sys.executable, "-m", "acp_agent"]
 
 
-def print_report(label: str, runs: list[Run], warmup: list[Run], deltas: int) -> bool:
-    print(f"\n{label}: {len(runs)} runs, {deltas:,} deltas each (all arrived in order)")
-    header = f"  {'seconds from session/prompt':<30}{'median':>9}{'min':>9}{'max':>9}"
-    print(header)
-    print("  " + "-" * (len(header) - 2))
-    rows = [
-        ("prompt answered", [r.total for r in runs]),
-        ("first chunk", [r.first_chunk for r in runs]),
-    ]
-    cpu = [r.agent_cpu for r in runs if r.agent_cpu is not None]
-    if cpu:
-        rows.append(("agent CPU (user + system)", cpu))
-    for name, values in rows:
-        print(
-            f"  {name:<30}{statistics.median(values):>9.3f}{min(values):>9.3f}{max(values):>9.3f}"
-        )
-    notifications = [r.notifications for r in runs]
-    chunks = [r.chunks for r in runs]
+Results = dict[tuple[str, str], list[Run]]
+
+
+def print_report(results: Results, deltas: int) -> bool:
+    """One table, a row per family and kind; True when every target is met."""
     print(
-        f"  session/update notifications  median {statistics.median(notifications):g} "
-        f"(min {min(notifications)}, max {max(notifications)}); "
-        f"agent_message_chunk median {statistics.median(chunks):g} "
-        f"(min {min(chunks)}, max {max(chunks)})"
+        f"\n{'family':<10}{'kind':<9}{'answered, s':>22}{'x chat':>8}"
+        f"{'first update, ms':>22}{'- fake byte, ms':>20}{'updates':>9}{'agent CPU, s':>22}"
     )
-    for number, run in enumerate(warmup, 1):
+    print("-" * 122)
+    met = True
+    for (family, kind), runs in results.items():
+        totals = [r.total for r in runs]
+        chat = results.get(("chat", kind))
+        ratio = statistics.median(totals) / statistics.median(r.total for r in chat) if chat else 0
+        late = [r.first_update - r.fake_first_byte for r in runs]
+        cpu = [r.agent_cpu for r in runs if r.agent_cpu is not None]
+        verdict = ""
+        if family != "chat" and chat and ratio > RATIO_TARGET:
+            verdict += " SLOW"
+        if kind != "tool" and statistics.median(late) * 1000 > FIRST_UPDATE_TARGET_MS:
+            verdict += " LATE"
+        met = met and not verdict
         print(
-            f"  warm-up run {number} (not counted): answered in {run.total:.3f} s, "
-            f"first chunk {run.first_chunk:.3f} s, {run.notifications} notifications"
+            f"{family:<10}{kind:<9}{spread(totals):>22}{ratio:>8.2f}"
+            f"{spread([r.first_update for r in runs], 1000, 1):>22}"
+            f"{spread(late, 1000, 1) if kind != 'tool' else '(at the end)':>20}"
+            f"{statistics.median(r.notifications for r in runs):>9g}"
+            f"{spread(cpu):>22}{verdict}"
         )
-    median = statistics.median(r.total for r in runs)
-    met = median <= TARGET_SECONDS
     print(
-        f"\ntarget: median <= {TARGET_SECONDS:g} s end to end: {median:.3f} s, "
-        f"{'met' if met else 'MISSED'} (peers: mistral-vibe 0.97 s, codex-acp 1.10 s, "
-        "claude-agent-acp 1.34 s)"
+        f"\n{deltas:,} deltas per run; median [min-max] over the measured runs. Targets: "
+        f"Responses and Anthropic within {RATIO_TARGET:g}x of Chat (SLOW otherwise); the "
+        f"first update within {FIRST_UPDATE_TARGET_MS:g} ms of the fake's first byte (LATE)."
     )
+    print(f"targets: {'met' if met else 'MISSED'}")
     return met
 
 
-def run_all(
-    args: argparse.Namespace, log: TextIO, workdir: Path
-) -> tuple[str, list[Run], list[Run]]:
-    fake = FakeLLM(args.fake_llm, log)
+def run_family(
+    args: argparse.Namespace, fakes: Fakes, family: str, log: TextIO, workdir: Path
+) -> tuple[str, Results]:
+    label, command = agent_command(args, family)
+    config = write_config(workdir, fakes, family)
+    agent = AgentProcess(command, agent_env(config), workdir, log)
+    results: Results = {}
     try:
-        label, command = agent_command(args)
-        agent = AgentProcess(command, agent_env(fake.base_url), workdir, log)
-        try:
-            deadline = agent.started + RUN_TIMEOUT
-            init_id = agent.request("initialize", INITIALIZE)
-            _await_response(agent, init_id, "initialize", deadline)
-            measured: list[Run] = []
-            warmup: list[Run] = []
+        deadline = time.monotonic() + RUN_TIMEOUT
+        init_id = agent.request("initialize", INITIALIZE)
+        _await_response(agent, init_id, "initialize", deadline)
+        for kind in args.kinds:
+            runs = results.setdefault((family, kind), [])
             for number in range(args.warmup + args.runs):
                 try:
-                    run = measure_prompt(agent, workdir, args.deltas)
+                    run = measure_prompt(
+                        agent, fakes.for_family(family), family, kind, workdir, args.deltas
+                    )
                 except BenchmarkError as exc:
-                    raise BenchmarkError(f"run {number + 1}: {exc}") from None
-                (warmup if number < args.warmup else measured).append(run)
-        finally:
-            agent.close()
-        return label, measured, warmup
+                    raise BenchmarkError(f"{family} {kind}, run {number + 1}: {exc}") from None
+                if number >= args.warmup:
+                    runs.append(run)
     finally:
-        fake.close()
+        agent.close()
+    return label, results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,51 +271,54 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--deltas", type=int, default=DELTAS, help=argparse.SUPPRESS)
     parser.add_argument(
-        "--via",
-        choices=("script", "module"),
-        default="script",
-        help="start .venv/bin/acp-agent (the default) or python -m acp_agent",
+        "--families", nargs="+", choices=FAMILIES, default=list(FAMILIES), metavar="FAMILY"
     )
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND")
     parser.add_argument(
         "--cprofile",
-        type=Path,
-        metavar="FILE",
-        help="run the agent under cProfile (its main thread), writing the stats to FILE",
+        metavar="PREFIX",
+        help="run the agent under cProfile (its main thread), writing PREFIX-<family>.prof",
     )
     parser.add_argument(
         "--agent-command",
         metavar="COMMAND",
-        help="start this command instead (e.g. a patched build to compare); overrides --via",
+        help="start this command instead (e.g. a patched build to compare)",
     )
     parser.add_argument(
         "--agent-log", type=Path, help="file for the agent's stderr (default: a temporary file)"
     )
-    parser.add_argument("--fake-llm", type=Path, default=FAKE_LLM, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="also print every run as JSON")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.warmup < 0 or args.deltas < 1:
         parser.error("--runs and --deltas must be at least 1, --warmup at least 0")
+    if "chat" not in args.families:
+        print("note: without the chat family there is nothing to compare with")
 
     log_path = args.agent_log or Path(tempfile.gettempdir()) / "acp-agent-stream-bench.log"
+    results: Results = {}
     try:
         with (
             open(log_path, "w", encoding="utf-8") as log,
             tempfile.TemporaryDirectory(prefix="acp-bench-") as workdir,
+            Fakes(log) as fakes,
         ):
-            label, runs, warmup = run_all(args, log, Path(workdir))
+            for family in args.families:
+                label, family_results = run_family(args, fakes, family, log, Path(workdir))
+                results.update(family_results)
     except BenchmarkError as exc:
         print(f"benchmark failed: {exc} (agent stderr: {log_path})", file=sys.stderr)
         return 2
 
-    print(f"\nacp-agent streaming: prompt '[[deltas {args.deltas}]]' answered by fake_llm.py")
-    print(f"python {sys.version.split()[0]}, {_machine_load()}")
-    met = print_report(label, runs, warmup, args.deltas)
+    print(f"\nacp-agent streaming: '[[deltas {args.deltas} KIND]]' answered by the fake servers")
+    print(f"agent: {label}; python {sys.version.split()[0]}, {_machine_load()}")
+    print(f"{args.runs} runs per row, {args.warmup} warm-up run(s) before each, not counted")
+    met = print_report(results, args.deltas)
     print(f"agent stderr: {log_path}")
     if args.cprofile is not None:
-        print(f"agent profile: {args.cprofile} (python -m pstats {args.cprofile})")
+        print(f"agent profiles: {args.cprofile}-<family>.prof (python -m pstats FILE)")
     if args.json:
-        print(json.dumps({"runs": [vars(r) for r in runs], "warmup": [vars(r) for r in warmup]}))
+        print(json.dumps({f"{f}/{k}": [vars(r) for r in runs] for (f, k), runs in results.items()}))
     return 1 if args.check and not met else 0
 
 

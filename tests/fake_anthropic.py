@@ -21,6 +21,10 @@ last user message:
     [[tool NAME {json}]]   a tool_use block with that input in several input_json_delta
                            pieces, stop_reason "tool_use"; several directives, several blocks
     [[deltas N]]           stream N one-word text deltas ("w0 ", "w1 ", ...)
+    [[deltas N thinking]]  the same as thinking deltas of one signed thinking block (whether
+                           or not the request enables thinking), and no text
+    [[deltas N tool]]      one tool_use block of `deltas_args` whose input {"words": "w0 ..."}
+                           comes one word per input_json_delta
     [[slow SECONDS]]       wait SECONDS between events
     [[status CODE]]        answer HTTP CODE with an Anthropic-shaped error body
 
@@ -60,11 +64,13 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script, or 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_server import (
     DEFAULT_HOST,
+    DELTAS_TOOL,
     BaseExchange,
     FakeHandler,
     FakeServer,
     Script,
     numbered_deltas,
+    numbered_tool_deltas,
     parse_script,
     run_cli,
     split_json,
@@ -379,6 +385,10 @@ class _Reply:
     tools: list[tuple[str, str, str]]
     """(id, name, input JSON)"""
     usage: dict[str, int]
+    thinking_pieces: list[str] | None = None
+    """The thinking deltas, when not the words of `thinking`."""
+    tool_pieces: list[str] | None = None
+    """The input_json deltas of the (single) tool block, when not its JSON cut in three."""
     id: str = field(default_factory=lambda: f"msg_{secrets.token_hex(12)}")
 
     @classmethod
@@ -390,8 +400,14 @@ class _Reply:
         fake: FakeAnthropic,
     ) -> _Reply:
         tools: list[tuple[str, str, str]] = []
+        thinking_pieces = tool_pieces = None
         if results is not None:
             texts = _words(tool_result_text(results))
+        elif script.deltas is not None and script.deltas_kind == "thinking":
+            texts, thinking_pieces = [], numbered_deltas(script.deltas)
+        elif script.deltas is not None and script.deltas_kind == "tool":
+            texts, tool_pieces = [], numbered_tool_deltas(script.deltas)
+            tools = [(f"toolu_{secrets.token_hex(12)}", DELTAS_TOOL, "".join(tool_pieces))]
         elif script.deltas is not None:
             texts = numbered_deltas(script.deltas)
         else:
@@ -405,8 +421,10 @@ class _Reply:
         )
         topic = "the tool result" if results is not None else script.text or "the request"
         thinking = THINKING_PREFIX + topic if thinking_on else None
+        if thinking_pieces is not None:
+            thinking = "".join(thinking_pieces)
         output = len(texts) + sum(max(1, len(j) // 4) for _, _, j in tools)
-        output += len(_words(thinking)) if thinking else 0
+        output += len(thinking_pieces or (_words(thinking) if thinking else []))
         return cls(
             model=str(body["model"]),
             thinking=thinking,
@@ -414,6 +432,8 @@ class _Reply:
             texts=texts,
             tools=tools,
             usage=usage_for(body, output),
+            thinking_pieces=thinking_pieces,
+            tool_pieces=tool_pieces,
         )
 
     @property
@@ -427,7 +447,7 @@ class _Reply:
         if self.thinking is not None:
             yield _block_start(index, {"type": "thinking", "thinking": "", "signature": ""})
             yield "ping", {"type": "ping"}
-            for piece in _words(self.thinking):
+            for piece in self.thinking_pieces or _words(self.thinking):
                 yield _block_delta(index, {"type": "thinking_delta", "thinking": piece})
             yield _block_delta(index, {"type": "signature_delta", "signature": self.signature})
             yield _block_stop(index)
@@ -444,7 +464,7 @@ class _Reply:
             yield _block_start(
                 index, {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
             )
-            for piece in ["", *split_json(arguments, 3)]:
+            for piece in ["", *(self.tool_pieces or split_json(arguments, 3))]:
                 yield _block_delta(index, {"type": "input_json_delta", "partial_json": piece})
             yield _block_stop(index)
             index += 1

@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible Chat Completions server for end-to-end tests and benchmarks.
 
 Standard library only (plus the server plumbing of its sibling `fake_server.py`). It
-serves `POST /v1/chat/completions` (streaming and not) and `GET /v1/models` on 127.0.0.1,
+serves `POST /v1/chat/completions` (streaming and not), `POST /v1/responses` (the Responses
+API, streaming and not; see `_ResponsesReply`) and `GET /v1/models` on 127.0.0.1,
 frames streams exactly like OpenAI (HTTP/1.1 chunked, `data: {chat.completion.chunk}\\n\\n`
 events, a usage chunk with empty `choices` when `stream_options.include_usage` is set, then
 `data: [DONE]\\n\\n`), and records every request.
@@ -15,6 +16,9 @@ no setup beyond writing its prompt:
                            parallel calls
     [[slow SECONDS]]       wait SECONDS between deltas (also applies to tool follow-ups)
     [[deltas N]]           stream N one-word deltas ("w0 ", "w1 ", ...) as fast as possible
+    [[deltas N thinking]]  the same as reasoning (`reasoning_content`, as DeepSeek sends it)
+    [[deltas N tool]]      one call of `deltas_args` whose arguments {"words": "w0 w1 ..."}
+                           come one word per delta
     [[status CODE]]        answer HTTP CODE (401, 429, 500, ...) with an OpenAI-shaped error
                            body; a 401 message quotes the presented key, as OpenAI's does;
                            a 429 carries `retry-after: 1`
@@ -25,6 +29,9 @@ no setup beyond writing its prompt:
                            finish_reason, no [DONE], no terminating HTTP chunk)
     [[drop N]]             the same for the first N sends of this exact conversation only
     [[length]]             stream the reply, then finish_reason "length"
+
+The Responses API takes the same directives (not [[drop]] or [[length]]); `[[deltas N thinking]]`
+streams reasoning summary deltas there, and tool calls come as `function_call` items.
 
 When the request's last message is a `tool` message, the reply is instead
 "Tool result: <first 200 characters of the tool content>" (one line per trailing tool
@@ -61,12 +68,14 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # run as a script, or 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_server import (
     DEFAULT_HOST,
+    DELTAS_TOOL,
     BaseExchange,
     FakeHandler,
     FakeServer,
     Script,
     dumps,
     numbered_deltas,
+    numbered_tool_deltas,
     parse_script,
     run_cli,
     split_json,
@@ -192,8 +201,8 @@ class FakeLLM(FakeServer[Exchange]):
     # what was seen
 
     def _is_request(self, path: str) -> bool:
-        """The chat completion requests count as `requests`."""
-        return path.endswith("/chat/completions")
+        """The chat completion (and Responses API) requests count as `requests`."""
+        return path.endswith(("/chat/completions", "/responses"))
 
     def clear(self) -> None:
         with self._changed:
@@ -258,7 +267,8 @@ class _Handler(FakeHandler):
             self._send_json(exchange, 404, self._not_found())
 
     def _answer(self, exchange: Exchange, body: Any) -> None:
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        path = self.path.rstrip("/")
+        if not path.endswith(("/chat/completions", "/responses")):
             self._send_json(exchange, 404, self._not_found())
             return
         if not isinstance(body, dict):
@@ -271,7 +281,10 @@ class _Handler(FakeHandler):
                 ),
             )
             return
-        self._chat(exchange, body)
+        if path.endswith("/responses"):
+            self._responses(exchange, body)
+        else:
+            self._chat(exchange, body)
 
     def _not_found(self) -> dict[str, Any]:
         return _error_body(f"Invalid URL ({self.command} {self.path})", "invalid_request_error")
@@ -301,15 +314,23 @@ class _Handler(FakeHandler):
             self._send_status(exchange, script.status, body, script.retry_after)
             return
         elif script.deltas is not None:
-            deltas = numbered_deltas(script.deltas)
+            deltas = numbered_deltas(script.deltas) if script.deltas_kind == "text" else []
         else:
             deltas = [] if script.tools else _words(REPLY_PREFIX + script.text)
         tool_calls = [] if messages[-1].get("role") == "tool" else script.tools
+        reasoning: list[str] = []
+        pieces: list[str] | None = None
+        if script.deltas is not None and messages[-1].get("role") != "tool":
+            if script.deltas_kind == "thinking":
+                reasoning = numbered_deltas(script.deltas)
+            elif script.deltas_kind == "tool":
+                pieces = numbered_tool_deltas(script.deltas)
+                tool_calls = [(DELTAS_TOOL, json.loads("".join(pieces)))]
         script.drop = self.server.fake._should_drop(body, script)
         if script.drop:
             deltas = [*deltas, "more ", "words "][:2]
         finish = "tool_calls" if tool_calls else "length" if script.length else "stop"
-        completion = _Completion(body, deltas, tool_calls, finish)
+        completion = _Completion(body, deltas, tool_calls, finish, reasoning, pieces)
         if body.get("stream"):
             self._stream(exchange, completion, script)
         else:
@@ -341,6 +362,51 @@ class _Handler(FakeHandler):
             self.server.fake._finish(exchange, "dropped")
             return
         self._send_json(exchange, 200, completion.whole())
+
+    # responses
+
+    def _responses(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        items = body.get("input")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        problem = _input_problem(items)
+        if problem is not None or not body.get("model"):
+            message = problem or "Missing required parameter: 'model'."
+            self._send_json(
+                exchange, 400, _error_body(message, "invalid_request_error", param="input")
+            )
+            return
+        script = parse_script(_last_input_text(items))
+        reply = _ResponsesReply(body)
+        outputs = _trailing_outputs(items)
+        if outputs:
+            reply.texts = _words(tool_result_text(outputs))
+        elif script.status is not None and self.server.fake._should_fail(body, script):
+            self._send_status(exchange, script.status, body, script.retry_after)
+            return
+        elif script.deltas is not None:
+            deltas = numbered_deltas(script.deltas)
+            if script.deltas_kind == "thinking":
+                reply.reasoning = deltas
+            elif script.deltas_kind == "tool":
+                reply.calls = [(DELTAS_TOOL, numbered_tool_deltas(script.deltas))]
+            else:
+                reply.texts = deltas
+        elif script.tools:
+            reply.calls = [
+                (name, split_json(json.dumps(arguments), 4)) for name, arguments in script.tools
+            ]
+        else:
+            reply.texts = _words(REPLY_PREFIX + script.text)
+        if body.get("stream"):
+            self._start_stream(exchange)
+            events = ((event["type"], event) for event in reply.events())
+            self._write_events(events, script.slow)
+            self._end_stream(exchange)
+        else:
+            if script.slow:
+                self._pause(script.slow)
+            self._send_json(exchange, 200, reply.response("completed", reply.output()))
 
     def _send_status(
         self, exchange: Exchange, status: int, body: dict[str, Any], retry_after: str | None
@@ -410,21 +476,31 @@ class _Completion:
         deltas: list[str],
         tool_calls: list[tuple[str, dict[str, Any]]],
         finish: str,
+        reasoning: list[str] | None = None,
+        pieces: list[str] | None = None,
     ) -> None:
+        """`reasoning`: deltas streamed as `reasoning_content` first; `pieces`: the argument
+        deltas of the (single) tool call, instead of its JSON cut in four."""
         self.id = f"chatcmpl-{secrets.token_urlsafe(21)[:29]}"
         self.created = int(time.time())
         self.model = str(request.get("model"))
         self.deltas = deltas
+        self.reasoning = reasoning or []
         self.calls = [
             (f"call_{secrets.token_urlsafe(18)[:24]}", name, json.dumps(arguments))
             for name, arguments in tool_calls
         ]
+        if pieces is not None:
+            self.calls = [(call_id, name, "".join(pieces)) for call_id, name, _ in self.calls]
+        self.pieces = pieces
         self.finish = finish
         options = request.get("stream_options")
         self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
         self.prompt_tokens = max(1, len(json.dumps(request.get("messages"))) // 4)
-        self.completion_tokens = len(deltas) + sum(
-            max(1, len(args) // 4) for _, _, args in self.calls
+        self.completion_tokens = (
+            len(deltas)
+            + len(self.reasoning)
+            + sum(max(1, len(args) // 4) for _, _, args in self.calls)
         )
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -447,6 +523,8 @@ class _Completion:
         else:
             opening = {"role": "assistant", "content": "", "refusal": None}
         yield self._chunk(opening)
+        for text in self.reasoning:
+            yield self._chunk({"content": None, "reasoning_content": text})
         for text in self.deltas:
             yield self._chunk({"content": text})
         if drop:
@@ -459,7 +537,7 @@ class _Completion:
                 "function": {"name": name, "arguments": ""},
             }
             yield self._chunk({"tool_calls": [head]})
-            for piece in split_json(arguments, 4):
+            for piece in self.pieces or split_json(arguments, 4):
                 yield self._chunk(
                     {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
                 )
@@ -514,6 +592,238 @@ class _Completion:
                 "rejected_prediction_tokens": 0,
             },
         }
+
+
+class _ResponsesReply:
+    """One scripted Responses API answer: reasoning, text and function calls, in that order,
+    as stream events (`events`) or one whole response (`response`)."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.id = f"resp_{secrets.token_hex(24)}"
+        self.created = int(time.time())
+        self.reasoning: list[str] = []
+        self.texts: list[str] = []
+        self.calls: list[tuple[str, list[str]]] = []
+        """(name, argument deltas) of each function call."""
+        self._ids = [secrets.token_hex(24) for _ in range(2)]
+        self._call_ids = [f"call_{secrets.token_urlsafe(18)[:24]}" for _ in range(8)]
+
+    def response(self, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+        request = self.request
+        completed = status != "in_progress"
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "background": False,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request.get("instructions"),
+            "max_output_tokens": request.get("max_output_tokens"),
+            "max_tool_calls": None,
+            "model": str(request.get("model")),
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "prompt_cache_key": None,
+            "reasoning": {"effort": None, "summary": None},
+            "safety_identifier": None,
+            "service_tier": "default",
+            "store": False,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_logprobs": 0,
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": self._usage() if completed else None,
+            "user": None,
+            "metadata": {},
+        }
+
+    def output(self) -> list[dict[str, Any]]:
+        """The finished output items."""
+        items: list[dict[str, Any]] = []
+        if self.reasoning:
+            items.append(self._reasoning_item("".join(self.reasoning)))
+        if self.texts:
+            items.append(self._message_item("".join(self.texts), "completed"))
+        for index, (name, pieces) in enumerate(self.calls):
+            items.append(self._call_item(index, name, "".join(pieces), "completed"))
+        return items
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        number = 0
+
+        def event(kind: str, **fields: Any) -> dict[str, Any]:
+            nonlocal number
+            number += 1
+            return {"type": kind, "sequence_number": number - 1, **fields}
+
+        yield event("response.created", response=self.response("in_progress", []))
+        yield event("response.in_progress", response=self.response("in_progress", []))
+        index = 0
+        if self.reasoning:
+            item_id = f"rs_{self._ids[0]}"
+            place = {"item_id": item_id, "output_index": index, "summary_index": 0}
+            empty = {"type": "reasoning", "id": item_id, "summary": []}
+            yield event("response.output_item.added", output_index=index, item=empty)
+            part = {"type": "summary_text", "text": ""}
+            yield event("response.reasoning_summary_part.added", **place, part=part)
+            for piece in self.reasoning:
+                yield event(
+                    "response.reasoning_summary_text.delta", **place, delta=piece, obfuscation="q8"
+                )
+            text = "".join(self.reasoning)
+            yield event("response.reasoning_summary_text.done", **place, text=text)
+            part = {"type": "summary_text", "text": text}
+            yield event("response.reasoning_summary_part.done", **place, part=part)
+            item = self._reasoning_item(text)
+            yield event("response.output_item.done", output_index=index, item=item)
+            index += 1
+        if self.texts:
+            item_id = f"msg_{self._ids[1]}"
+            place = {"item_id": item_id, "output_index": index, "content_index": 0}
+            item = self._message_item(None, "in_progress")
+            yield event("response.output_item.added", output_index=index, item=item)
+            part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            yield event("response.content_part.added", **place, part=part)
+            for piece in self.texts:
+                yield event(
+                    "response.output_text.delta",
+                    **place,
+                    delta=piece,
+                    logprobs=[],
+                    obfuscation="x9",
+                )
+            text = "".join(self.texts)
+            yield event("response.output_text.done", **place, text=text, logprobs=[])
+            part = {**part, "text": text}
+            yield event("response.content_part.done", **place, part=part)
+            item = self._message_item(text, "completed")
+            yield event("response.output_item.done", output_index=index, item=item)
+            index += 1
+        for number_of_call, (name, pieces) in enumerate(self.calls):
+            item = self._call_item(number_of_call, name, "", "in_progress")
+            place = {"item_id": item["id"], "output_index": index}
+            yield event("response.output_item.added", output_index=index, item=item)
+            for piece in pieces:
+                yield event(
+                    "response.function_call_arguments.delta", **place, delta=piece, obfuscation="Zp"
+                )
+            arguments = "".join(pieces)
+            yield event("response.function_call_arguments.done", **place, arguments=arguments)
+            item = self._call_item(number_of_call, name, arguments, "completed")
+            yield event("response.output_item.done", output_index=index, item=item)
+            index += 1
+        yield event("response.completed", response=self.response("completed", self.output()))
+
+    def _reasoning_item(self, text: str) -> dict[str, Any]:
+        return {
+            "id": f"rs_{self._ids[0]}",
+            "type": "reasoning",
+            "encrypted_content": f"gAAAAfake{self._ids[0]}",
+            "summary": [{"type": "summary_text", "text": text}],
+        }
+
+    def _message_item(self, text: str | None, status: str) -> dict[str, Any]:
+        content = (
+            []
+            if text is None
+            else [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}]
+        )
+        return {
+            "id": f"msg_{self._ids[1]}",
+            "type": "message",
+            "status": status,
+            "content": content,
+            "role": "assistant",
+        }
+
+    def _call_item(self, index: int, name: str, arguments: str, status: str) -> dict[str, Any]:
+        call_id = self._call_ids[index % len(self._call_ids)] + (f"_{index}" if index >= 8 else "")
+        return {
+            "id": f"fc_{call_id.removeprefix('call_')}",
+            "type": "function_call",
+            "status": status,
+            "arguments": arguments,
+            "call_id": call_id,
+            "name": name,
+        }
+
+    def _usage(self) -> dict[str, Any]:
+        sent = len(json.dumps([self.request.get("instructions"), self.request.get("input")]))
+        output = len(self.reasoning) + len(self.texts) + sum(len(p) for _, p in self.calls)
+        return {
+            "input_tokens": max(1, sent // 4),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": output,
+            "output_tokens_details": {"reasoning_tokens": len(self.reasoning)},
+            "total_tokens": max(1, sent // 4) + output,
+        }
+
+
+def _input_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "input_text"
+        )
+    return ""
+
+
+def _last_input_text(items: list[dict[str, Any]]) -> str:
+    for item in reversed(items):
+        if item.get("role") == "user":
+            return _input_text(item)
+    return ""
+
+
+def _trailing_outputs(items: list[dict[str, Any]]) -> list[str]:
+    """The texts of the `function_call_output` items the input ends with."""
+    outputs: list[str] = []
+    for item in reversed(items):
+        if item.get("type") != "function_call_output":
+            break
+        output = item.get("output")
+        if isinstance(output, list):
+            output = "\n".join(
+                str(part.get("text", "")) for part in output if isinstance(part, dict)
+            )
+        outputs.insert(0, str(output or ""))
+    return outputs
+
+
+def _input_problem(items: Any) -> str | None:
+    """What the Responses API would reject in this input, or None."""
+    if not isinstance(items, list) or not items:
+        return "Invalid 'input': expected a non-empty array of input items."
+    calls: set[str] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"Invalid type for 'input[{index}]': expected an object."
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            calls.add(str(item.get("call_id")))
+        elif kind == "function_call_output" and item.get("call_id") not in calls:
+            return (
+                f"No tool call found for function call output with call_id {item.get('call_id')}."
+            )
+        elif kind == "message" and item.get("role") not in (
+            "user",
+            "assistant",
+            "system",
+            "developer",
+        ):
+            return f"Invalid value: '{item.get('role')}'. Supported values are: 'user', ..."
+    return None
 
 
 def _error_body(

@@ -29,6 +29,7 @@ from typing import Any, Generic, Self, TypeVar
 
 __all__ = [
     "DEFAULT_HOST",
+    "DELTAS_TOOL",
     "TOOL_RESULT_CHARS",
     "TOOL_RESULT_PREFIX",
     "BaseExchange",
@@ -38,6 +39,7 @@ __all__ = [
     "Script",
     "dumps",
     "numbered_deltas",
+    "numbered_tool_deltas",
     "parse_script",
     "run_cli",
     "split_json",
@@ -45,6 +47,8 @@ __all__ = [
 ]
 
 DEFAULT_HOST = "127.0.0.1"
+DELTAS_TOOL = "deltas_args"
+"""The tool `[[deltas N tool]]` calls (no agent offers it: the call fails, the turn goes on)."""
 TOOL_RESULT_CHARS = 200
 TOOL_RESULT_PREFIX = "Tool result: "
 # A slow stream waits on the socket, so a client hanging up is noticed at once; this bounds
@@ -55,7 +59,7 @@ _NAP_SECONDS = 0.005
 _DIRECTIVE = re.compile(r"\[\[(tool|slow|deltas|status|retry-after|drop|length)\b")
 _SIMPLE = re.compile(
     r"\[\[(?:slow\s+(?P<slow>\d+(?:\.\d*)?|\.\d+)"
-    r"|deltas\s+(?P<deltas>\d+)"
+    r"|deltas\s+(?P<deltas>\d+)(?:\s+(?P<deltas_kind>text|thinking|tool))?"
     r"|status\s+(?P<status>\d{3})(?:\s+(?P<times>\d+))?"
     r"|retry-after\s+(?P<retry_after>\d+(?:\.\d*)?|\.\d+)"
     r"|(?P<drop>drop)(?:\s+(?P<drop_times>\d+))?"
@@ -76,6 +80,9 @@ class Script:
     tools: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     slow: float = 0.0
     deltas: int | None = None
+    deltas_kind: str = "text"
+    """What `[[deltas N KIND]]` streams: text, thinking, or the arguments of one call of
+    `DELTAS_TOOL` (`{"words": "w0 w1 ..."}`, one word per delta)."""
     status: int | None = None
     status_times: int | None = None
     """Fail only the first `status_times` sends of the conversation; None: always."""
@@ -119,6 +126,7 @@ def _parse_simple(prompt: str, start: int, script: Script) -> int | None:
         script.slow = float(simple.group("slow"))
     elif simple.group("deltas") is not None:
         script.deltas = int(simple.group("deltas"))
+        script.deltas_kind = simple.group("deltas_kind") or "text"
     elif simple.group("status") is not None:
         script.status = int(simple.group("status"))
         if simple.group("times") is not None:
@@ -168,6 +176,11 @@ def numbered_deltas(count: int) -> list[str]:
     return [f"w{i} " for i in range(count)]
 
 
+def numbered_tool_deltas(count: int) -> list[str]:
+    """The argument deltas of `[[deltas N tool]]`: `{"words":"`, "w0 ", ..., `"}`."""
+    return ['{"words":"', *numbered_deltas(count), '"}']
+
+
 def split_json(arguments: str, parts: int) -> list[str]:
     """Tool-call JSON in about `parts` pieces, cut mid-token as real streams do."""
     size = max(1, -(-len(arguments) // parts))
@@ -191,6 +204,10 @@ class BaseExchange:
     """Header names lowercased."""
     body: Any
     started: float = field(default_factory=time.monotonic)
+    received: float | None = None
+    """`time.monotonic()` when the whole request body had arrived (POST only)."""
+    first_byte: float | None = None
+    """`time.monotonic()` when the answer's status line and headers were sent."""
     ended: float | None = None
     status: int | None = None
     outcome: str = "pending"
@@ -218,6 +235,8 @@ class FakeServer(Generic[ExchangeT]):
     base_path = ""
     """What `base_url` adds to `http://host:port`."""
     exchange_class: Callable[..., ExchangeT]
+    on_finish: Callable[[ExchangeT], None] | None = None
+    """Called (in the handler's thread) with each exchange once its answer ended."""
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = 0, *, verbose: bool = False) -> None:
         self._address = (host, port)
@@ -299,6 +318,8 @@ class FakeServer(Generic[ExchangeT]):
                 exchange.status = status
             exchange._end(outcome)
             self._changed.notify_all()
+        if self.on_finish is not None:
+            self.on_finish(exchange)
 
 
 class FakeHTTPServer(ThreadingHTTPServer):
@@ -349,16 +370,19 @@ class FakeHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        received = time.monotonic()
         try:
             body: Any = json.loads(raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = raw.decode("utf-8", "replace")
-        self._serve(body, self._answer)
+        self._serve(body, self._answer, received=received)
 
     def _answer(self, exchange: Any, body: Any) -> None:
         raise NotImplementedError
 
-    def _serve(self, body: Any, answer: Callable[[Any, Any], None]) -> None:
+    def _serve(
+        self, body: Any, answer: Callable[[Any, Any], None], *, received: float | None = None
+    ) -> None:
         """Record the request, then `answer(exchange, body)`, noting a client that hangs up."""
         fake = self.server.fake
         exchange = fake.exchange_class(
@@ -366,7 +390,9 @@ class FakeHandler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
+            received=received,
         )
+        self._exchange = exchange
         fake._record(exchange)
         try:
             answer(exchange, body)
@@ -378,6 +404,12 @@ class FakeHandler(BaseHTTPRequestHandler):
         self.server.fake._finish(exchange, "disconnected")
 
     # writing
+
+    def end_headers(self) -> None:
+        super().end_headers()  # the status line and headers go out now
+        exchange: BaseExchange | None = getattr(self, "_exchange", None)
+        if exchange is not None and exchange.first_byte is None:
+            exchange.first_byte = time.monotonic()
 
     def _common_headers(self) -> None:
         """The vendor's headers on every answer."""
@@ -461,21 +493,49 @@ def run_cli(
     make_fake: Callable[[argparse.Namespace], FakeServer[Any]],
     add_options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> int:
-    """Parse --host, --port (0: a free one), the fake's own options and --verbose; print the
-    base URL as the first stdout line and serve until SIGTERM or SIGINT."""
+    """Parse --host, --port (0: a free one), the fake's own options, --verbose and --timings;
+    print the base URL as the first stdout line and serve until SIGTERM or SIGINT.
+
+    With --timings, each finished exchange adds one JSON line to stdout: its method, path,
+    outcome and `time.monotonic()` stamps (received, first_byte, ended), which a benchmark
+    on the same machine compares with its own clock."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     if add_options is not None:
         add_options(parser)
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument(
+        "--timings", action="store_true", help="print a JSON line of timings per exchange"
+    )
     args = parser.parse_args(argv)
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with make_fake(args) as fake:
+        if args.timings:
+            fake.on_finish = _print_timings
         print(fake.base_url, flush=True)
         while not stop.wait(0.5):
             pass
     return 0
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+def _print_timings(exchange: BaseExchange) -> None:
+    line = json.dumps(
+        {
+            "method": exchange.method,
+            "path": exchange.path,
+            "outcome": exchange.outcome,
+            "status": exchange.status,
+            "received": exchange.received,
+            "first_byte": exchange.first_byte,
+            "ended": exchange.ended,
+        }
+    )
+    with _PRINT_LOCK:
+        print(line, flush=True)

@@ -35,7 +35,7 @@ from acp_agent.messages import (
     Usage,
     UsageUpdated,
 )
-from acp_agent.providers import ModelRequest, ProviderError
+from acp_agent.providers import ContextWindowError, ModelRequest, ProviderError
 from acp_agent.tools import Decision, PermissionQuestion, Tool, ToolContext, ToolOutcome, ToolParams
 from acp_agent.tools.permissions import PermissionMemory, PermissionMode
 
@@ -786,3 +786,134 @@ async def test_a_model_or_thought_level_switch_applies_from_the_next_model_reque
     assert (request.model, request.thought_level) == ("other-model", "high")
     assert [m.role for m in request.messages] == ["user", "assistant", "tool"]
     assert host.of_type(UsageUpdated)[-1].size == 2000
+
+
+# --- the context guard (compaction) --------------------------------------------------------
+
+SUMMARY = Message("user", [TextPart("summary of earlier turns")])
+
+
+class Guard:
+    """A context guard that replaces all but the running turn by `SUMMARY` when asked to:
+    before requests (`before`), and after an overflow (`on_overflow`)."""
+
+    def __init__(self, *, before: bool = False, on_overflow: bool = True) -> None:
+        self.before = before
+        self.on_overflow = on_overflow
+        self.calls: list[tuple[list[Message], bool]] = []
+        """(the messages of the request it was shown, whether the vendor refused it)"""
+
+    async def fit(
+        self,
+        history: list[Message],
+        request: ModelRequest,
+        setup: ModelSetup,
+        overflow: ContextWindowError | None = None,
+    ) -> bool:
+        self.calls.append((list(request.messages), overflow is not None))
+        if not (self.on_overflow if overflow is not None else self.before):
+            return False
+        running = max(i for i, m in enumerate(history) if m.role == "user")
+        history[:] = [SUMMARY, *history[running:]]
+        return True
+
+
+def overflow() -> ContextWindowError:
+    return ContextWindowError("scripted", "prompt is too long: 210000 tokens > 200000 maximum")
+
+
+def guarded_turn(provider: ScriptedProvider, host: Host, tmp_path: Path, guard: Guard) -> Turn:
+    earlier = [user("earlier"), Message("assistant", [TextPart("earlier answer")])]
+    turn = make_turn(provider, host, tmp_path, history=earlier)
+    turn.context_guard = guard
+    return turn
+
+
+async def test_the_guard_sees_every_request_before_it_is_sent(tmp_path: Path) -> None:
+    provider = ScriptedProvider(
+        [call("c1", "add", a=1, b=2), Stop("tool_use")], [TextDelta("3"), Stop("end_turn")]
+    )
+    guard = Guard()
+    turn = guarded_turn(provider, Host(), tmp_path, guard)
+
+    assert await turn.run(user("add")) == "end_turn"
+
+    assert [(len(messages), refused) for messages, refused in guard.calls] == [
+        (3, False),
+        (5, False),
+    ]
+    assert [m for m, _ in guard.calls] == [list(r.messages) for r in provider.requests]
+
+
+async def test_a_history_compacted_before_a_request_mid_turn_is_what_the_request_carries(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [call("c1", "add", a=1, b=2), Stop("tool_use")], [TextDelta("3"), Stop("end_turn")]
+    )
+    guard = Guard(before=True)
+    turn = guarded_turn(provider, Host(), tmp_path, guard)
+
+    assert await turn.run(user("add")) == "end_turn"
+
+    first, second = provider.requests
+    assert first.messages[0] == SUMMARY
+    assert second.messages[0] == SUMMARY
+    assert [m.role for m in second.messages] == ["user", "user", "assistant", "tool"]
+    assert_history_valid(turn.history)
+
+
+async def test_an_overflow_compacts_and_the_request_is_sent_once_more(tmp_path: Path) -> None:
+    provider = ScriptedProvider([overflow()], [TextDelta("fits now"), Stop("end_turn")])
+    guard = Guard()
+    host = Host()
+    turn = guarded_turn(provider, host, tmp_path, guard)
+
+    assert await turn.run(user("go")) == "end_turn"
+
+    assert [refused for _, refused in guard.calls] == [False, True]
+    refused, retried = provider.requests
+    assert len(refused.messages) == 3
+    assert retried.messages == [SUMMARY, user("go")]
+    assert turn.history == [SUMMARY, user("go"), Message("assistant", [TextPart("fits now")])]
+
+
+async def test_a_second_overflow_after_compacting_stops_max_tokens_and_says_why(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider([overflow()], [overflow()])
+    guard = Guard()
+    host = Host()
+    turn = guarded_turn(provider, host, tmp_path, guard)
+
+    assert await turn.run(user("go")) == "max_tokens"
+
+    assert len(provider.requests) == 2
+    assert [refused for _, refused in guard.calls] == [False, True]
+    [notice] = host.of_type(MessageChunk)
+    assert "prompt is too long" in notice.text and "new session" in notice.text
+
+
+async def test_an_overflow_the_guard_cannot_shorten_stops_max_tokens_without_a_retry(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider([overflow()])
+    guard = Guard(on_overflow=False)
+    host = Host()
+    turn = guarded_turn(provider, host, tmp_path, guard)
+
+    assert await turn.run(user("go")) == "max_tokens"
+
+    assert len(provider.requests) == 1
+    assert "prompt is too long" in host.of_type(MessageChunk)[0].text
+
+
+async def test_without_a_guard_an_overflow_stops_max_tokens_as_before(tmp_path: Path) -> None:
+    provider = ScriptedProvider([overflow()])
+    host = Host()
+    turn = make_turn(provider, host, tmp_path)
+
+    assert await turn.run(user("go")) == "max_tokens"
+
+    assert len(provider.requests) == 1
+    assert [m.role for m in turn.history] == ["user"]

@@ -163,8 +163,10 @@ async def _refresh(link: Link, live: LiveSession, on_change: OnChange) -> None:
             link.prompts = await live.list_prompts()
     except Exception as exc:
         log.warning("MCP server %r: cannot refresh its lists: %s", link.name, exc)
+        link.lists_refreshed()
         return
     await on_change(link)
+    link.lists_refreshed()
 
 
 async def _finish_pump(stderr: StderrPipe, pumps: TaskGroup) -> None:

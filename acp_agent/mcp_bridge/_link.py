@@ -45,6 +45,12 @@ class Link:
     """Tells the connection task to look at the refresh flags."""
     refresh_tools: bool = False
     refresh_prompts: bool = False
+    lists_read: anyio.Event = field(default_factory=anyio.Event)
+    """Set while the tool and prompt lists are as the server last announced them (no
+    `list_changed` waits to be read); a call that changed them waits for it."""
+
+    def __post_init__(self) -> None:
+        self.lists_read.set()
 
     @property
     def name(self) -> str:
@@ -77,6 +83,7 @@ class Link:
         self.settled.set()
         self.stop.set()
         self.wake.set()
+        self.lists_read.set()
         return True
 
     def close(self) -> None:
@@ -84,11 +91,19 @@ class Link:
         self.stop.set()
         self.settled.set()
         self.wake.set()
+        self.lists_read.set()
 
     def poke(self, *, tools: bool = False, prompts: bool = False) -> None:
         self.refresh_tools = self.refresh_tools or tools
         self.refresh_prompts = self.refresh_prompts or prompts
+        if self.lists_read.is_set():
+            self.lists_read = anyio.Event()
         self.wake.set()
+
+    def lists_refreshed(self) -> None:
+        """The lists were read again; set `lists_read` unless another change came meanwhile."""
+        if not (self.refresh_tools or self.refresh_prompts):
+            self.lists_read.set()
 
     def status(self) -> ServerStatus:
         ready = self.state == "ready"

@@ -39,7 +39,8 @@ class StderrPipe:
         self.writer.close()
 
     async def pump(self) -> None:
-        """Log each line until the pipe ends (or this task is cancelled)."""
+        """Log each line until the pipe ends (or this task is cancelled: no line comes after
+        that either, so `done` is set then too and nobody waits for it in vain)."""
         pending = b""
         try:
             while True:
@@ -58,8 +59,8 @@ class StderrPipe:
                     pending = b""
             if pending:
                 self._line(pending)
-            self.done.set()
         finally:
+            self.done.set()
             self.close_writer()
             os.close(self._read_fd)
 

@@ -21,6 +21,7 @@ The `mcp` package is imported on the first connection, not with this module.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
+import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..child_env import child_environment
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_CONNECTION = f"{__package__}._connection"
+"""The module that imports the `mcp` SDK."""
 DEFAULT_CONNECT_TIMEOUT = 5.0
 SERVER_ENV_POLICY = ShellEnvironmentPolicy(inherit="core")
 """What a stdio server inherits of our environment: the core few, never our keys."""
@@ -105,9 +110,15 @@ class McpHub:
         self._started = True
         try:
             async with anyio.create_task_group() as tg:
+                deadline = anyio.current_time() + self.connect_timeout  # the import counts too
+                if self._links:
+                    # The `mcp` SDK (~0.4 s of imports) loads in a worker thread: the loop
+                    # goes on serving the other sessions meanwhile.
+                    await anyio.to_thread.run_sync(importlib.import_module, _CONNECTION)
                 self._tg = tg
                 await self._connect(
-                    [link for link in self._links.values() if not link.stop.is_set()]
+                    [link for link in self._links.values() if not link.stop.is_set()],
+                    deadline=deadline,
                 )
                 task_status.started()
                 await self._closing.wait()
@@ -223,7 +234,9 @@ class McpHub:
         caller cancels the call (`notifications/cancelled`). Raises `ServerUnavailable`,
         `CallFailed`; a result with `is_error` is returned, not raised."""
         live = await self._live(server)
-        return await live.call_tool(tool, arguments, on_progress)
+        result = await live.call_tool(tool, arguments, on_progress)
+        await self._lists_current(self._link(server))
+        return result
 
     async def get_prompt(
         self, server: str, prompt: str, arguments: Mapping[str, str] | None = None
@@ -248,6 +261,13 @@ class McpHub:
             raise UnknownName(f"There is no MCP server named {server!r}.")
         return link
 
+    async def _lists_current(self, link: Link) -> None:
+        """After a call that changed the server's lists (it sends `list_changed` before its
+        result): wait until they are read again, so the model's next request offers them."""
+        await anyio.lowlevel.checkpoint()  # the notification's handler runs first
+        with anyio.move_on_after(self.connect_timeout):
+            await link.lists_read.wait()
+
     async def _live(self, server: str) -> LiveSession:
         link = self._link(server)
         if link.state in ("failed", "connecting"):
@@ -256,10 +276,13 @@ class McpHub:
             raise ServerUnavailable(link.status())
         return link.live
 
-    async def _connect(self, links: Sequence[Link], also_wait: Sequence[Link] = ()) -> None:
+    async def _connect(
+        self, links: Sequence[Link], also_wait: Sequence[Link] = (), deadline: float | None = None
+    ) -> None:
         """Start an attempt for each link, wait for all (and `also_wait`) to settle within
-        the budget, and fail the ones that did not."""
-        deadline = anyio.current_time() + self.connect_timeout  # the first import counts too
+        the budget (or until `deadline`), and fail the ones that did not."""
+        if deadline is None:
+            deadline = anyio.current_time() + self.connect_timeout
         attempts, failed = self._start(links)
         attempts += [(link, link.attempt) for link in also_wait]
         await self._settle(deadline, attempts, failed)
@@ -271,7 +294,7 @@ class McpHub:
         if tg is None or not links:
             return [], []
         settings = self._connection_settings()
-        from ._connection import run_link  # the first use of `mcp`
+        from ._connection import run_link  # imported by `run`, in a worker thread
 
         attempts: list[tuple[Link, int]] = []
         failed: list[Link] = []

@@ -9,23 +9,33 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 
-from ..messages import TurnEvent
+from ..messages import Elicitation, ElicitationAnswer, TurnEvent
 from ..tools import Decision, PermissionQuestion
 from .coalesce import ChunkCoalescer
 
-if TYPE_CHECKING:
-    from .client import ClientProxy
+
+class _Client(Protocol):
+    """What a channel uses of `client.ClientProxy`."""
+
+    async def send_update(self, session_id: str, event: TurnEvent) -> None: ...
+
+    async def request_permission(
+        self, session_id: str, question: PermissionQuestion
+    ) -> Decision: ...
+
+    async def elicit(self, session_id: str, elicitation: Elicitation) -> ElicitationAnswer: ...
+
 
 FLUSH_SECONDS = 1.0
 """Time allowed to send the text still held back when a turn ends (also when cancelled)."""
 
 
 class ClientChannel:
-    def __init__(self, client: ClientProxy, session_id: str) -> None:
+    def __init__(self, client: _Client, session_id: str) -> None:
         self._client = client
         self._session_id = session_id
         self._coalescer: ChunkCoalescer | None = None
@@ -40,6 +50,11 @@ class ClientChannel:
         if self._coalescer is not None:
             await self._coalescer.flush()
         return await self._client.request_permission(self._session_id, question)
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer:
+        if self._coalescer is not None:
+            await self._coalescer.flush()
+        return await self._client.elicit(self._session_id, elicitation)
 
     @asynccontextmanager
     async def streaming(self) -> AsyncIterator[None]:

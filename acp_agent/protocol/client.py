@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..messages import TurnEvent
+from ..messages import Elicitation, ElicitationAnswer, TurnEvent
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import RpcError
 from ..tools import Decision, PermissionQuestion, ToolFailed
@@ -31,7 +31,11 @@ class ClientProxy:
         self.capabilities = capabilities
 
     async def send_update(self, session_id: str, event: TurnEvent) -> None:
-        update = session_update(event, self.capabilities.terminal_output_meta)
+        update = session_update(
+            event,
+            self.capabilities.terminal_output_meta,
+            compaction=self.capabilities.session_compaction,
+        )
         if update is not None:
             await self._endpoint.notify(
                 "session/update", {"sessionId": session_id, "update": update}
@@ -58,6 +62,39 @@ class ClientProxy:
         )
         raw = await self._endpoint.request("session/request_permission", dump(request))
         return _decision(raw)
+
+    async def elicit(self, session_id: str, elicitation: Elicitation) -> ElicitationAnswer:
+        """Ask the user through `elicitation/create`; an unreadable answer declines."""
+        if elicitation.mode not in self.elicitation_modes:
+            raise CapabilityMissing(f"the client did not advertise {elicitation.mode} elicitation")
+        params: dict[str, Any] = {
+            "sessionId": session_id,
+            "message": elicitation.message,
+            "mode": elicitation.mode,
+        }
+        if elicitation.tool_call_id is not None:
+            params["toolCallId"] = elicitation.tool_call_id
+        if elicitation.mode == "form":
+            params["requestedSchema"] = elicitation.schema or {"type": "object", "properties": {}}
+        else:
+            params["url"] = elicitation.url
+            params["elicitationId"] = elicitation.elicitation_id
+        raw = await self._endpoint.request("elicitation/create", params)
+        action = raw.get("action") if isinstance(raw, dict) else None
+        if action not in ("accept", "decline", "cancel"):
+            return ElicitationAnswer("decline")
+        content = raw.get("content")
+        return ElicitationAnswer(action, content if isinstance(content, dict) else None)
+
+    @property
+    def elicitation_modes(self) -> frozenset[str]:
+        """The kinds of question the client can put to the user."""
+        modes = set()
+        if self.capabilities.elicitation_form:
+            modes.add("form")
+        if self.capabilities.elicitation_url:
+            modes.add("url")
+        return frozenset(modes)
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None

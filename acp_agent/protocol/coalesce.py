@@ -28,6 +28,8 @@ class ChunkCoalescer:
         self._send = send
         self._frame = frame
         self._held_kind: type[Chunk] | None = None
+        self._held_id: str | None = None
+        """The `message_id` of the text held back: chunks of two messages never merge."""
         self._held: list[str] = []
         self._last_sent = -math.inf
         self._wake = anyio.Event()
@@ -37,9 +39,9 @@ class ChunkCoalescer:
             await self.flush()
             await self._send(event)
             return
-        if self._held_kind is not type(event):
+        if self._held_kind is not type(event) or self._held_id != event.message_id:
             await self.flush()
-            self._held_kind = type(event)
+            self._held_kind, self._held_id = type(event), event.message_id
         self._held.append(event.text)
         # time.monotonic is the asyncio loop's clock, and far cheaper per delta than anyio's.
         if time.monotonic() - self._last_sent >= self._frame:
@@ -50,7 +52,7 @@ class ChunkCoalescer:
     async def flush(self) -> None:
         if self._held_kind is None or not self._held:
             return
-        chunk = self._held_kind("".join(self._held))
+        chunk = self._held_kind("".join(self._held), self._held_id)
         self._held = []
         self._last_sent = time.monotonic()
         await self._send(chunk)

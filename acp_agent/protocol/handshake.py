@@ -27,6 +27,10 @@ class ClientCapabilities:
     auth_terminal: bool = False
     knows_auth: bool = False
     """The client sent an `auth` capability, so it is new enough for typed auth methods."""
+    elicitation_form: bool = False
+    elicitation_url: bool = False
+    session_compaction: bool = False
+    """`session.compaction`: it shows `compaction_update` / `compaction_summary_chunk`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,7 @@ def parse_initialize(params: Any) -> Handshake:
     fs = _object(caps.get("fs"))
     meta = _object(caps.get("_meta"))
     auth = caps.get("auth")
+    elicitation = _object(caps.get("elicitation"))
     client_info = _object(params.get("clientInfo"))
     name = client_info.get("name")
     return Handshake(
@@ -57,6 +62,9 @@ def parse_initialize(params: Any) -> Handshake:
             terminal_output_meta=meta.get("terminal_output") is True,
             auth_terminal=_object(auth).get("terminal") is True,
             knows_auth=isinstance(auth, dict),
+            elicitation_form=isinstance(elicitation.get("form"), dict),
+            elicitation_url=isinstance(elicitation.get("url"), dict),
+            session_compaction=isinstance(_object(caps.get("session")).get("compaction"), dict),
         ),
         client_name=name if isinstance(name, str) else None,
     )
@@ -67,10 +75,19 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
-            "loadSession": False,
+            "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": False, "sse": False},
-            "sessionCapabilities": {"close": {}, "additionalDirectories": {}},
+            "mcpCapabilities": {"http": True, "sse": True},
+            # Exactly what the method table routes; `fork` is unstable in the schema and
+            # advertised the way `schema.unstable.json` says (`sessionCapabilities.fork`).
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "additionalDirectories": {},
+                "fork": {},
+            },
         },
         "authMethods": auth_methods(handshake.client),
         "agentInfo": {"name": AGENT_NAME, "title": "ACP Agent", "version": __version__},

@@ -1,6 +1,11 @@
-"""The only module that imports `acp.schema` (heavy: load it after `initialize`)."""
+"""The only module that imports `acp.schema` (heavy: load it after `initialize`).
+
+Types the pinned package lacks are defined at the end, from `shared/spec/stable-v1`.
+"""
 
 from __future__ import annotations
+
+from typing import Annotated, Any, Literal
 
 from acp.meta import AGENT_METHODS, CLIENT_METHODS
 from acp.schema import (
@@ -32,6 +37,8 @@ from acp.schema import (
     FileEditToolCallContent,
     ForkSessionRequest,
     ForkSessionResponse,
+    HttpHeader,
+    HttpMcpServer,
     ImageContentBlock,
     InitializeRequest,
     InitializeResponse,
@@ -39,6 +46,7 @@ from acp.schema import (
     ListSessionsResponse,
     LoadSessionRequest,
     LoadSessionResponse,
+    McpServerStdio,
     NewSessionRequest,
     NewSessionResponse,
     PermissionOption,
@@ -64,6 +72,7 @@ from acp.schema import (
     SetSessionConfigOptionSelectRequest,
     SetSessionModeRequest,
     SetSessionModeResponse,
+    SseMcpServer,
     TerminalOutputResponse,
     TerminalToolCallContent,
     TextContentBlock,
@@ -80,7 +89,7 @@ from acp.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "AGENT_METHODS",
@@ -100,6 +109,9 @@ __all__ = [
     "CancelNotification",
     "CloseSessionRequest",
     "CloseSessionResponse",
+    "CompactionStatus",
+    "CompactionSummaryChunk",
+    "CompactionUpdate",
     "ConfigOptionUpdate",
     "ContentToolCallContent",
     "Cost",
@@ -114,6 +126,8 @@ __all__ = [
     "FileEditToolCallContent",
     "ForkSessionRequest",
     "ForkSessionResponse",
+    "HttpHeader",
+    "HttpMcpServer",
     "ImageContentBlock",
     "InitializeRequest",
     "InitializeResponse",
@@ -121,6 +135,7 @@ __all__ = [
     "ListSessionsResponse",
     "LoadSessionRequest",
     "LoadSessionResponse",
+    "McpServerStdio",
     "NewSessionRequest",
     "NewSessionResponse",
     "PermissionOption",
@@ -146,6 +161,7 @@ __all__ = [
     "SetSessionConfigOptionSelectRequest",
     "SetSessionModeRequest",
     "SetSessionModeResponse",
+    "SseMcpServer",
     "TerminalOutputResponse",
     "TerminalToolCallContent",
     "TextContentBlock",
@@ -162,3 +178,37 @@ __all__ = [
     "WriteTextFileRequest",
     "WriteTextFileResponse",
 ]
+
+
+# --- from the stable v1 schema (1.25), missing in the pinned package --------------------------
+
+
+class _SpecModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, use_attribute_docstrings=True)
+
+
+CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+"""The spec also allows custom (`_`-prefixed) and future values; we send these."""
+
+
+class CompactionUpdate(_SpecModel):
+    """`compaction_update`: a context compaction created or patched, by id. Only for
+    clients that advertised `session.compaction`."""
+
+    session_update: Annotated[Literal["compaction_update"], Field(alias="sessionUpdate")]
+    compaction_id: Annotated[str, Field(alias="compactionId")]
+    status: CompactionStatus
+    summary: list[TextContentBlock] | None = None
+    """The whole summary, replacing what was shown; left out, it stays as it was."""
+    error: str | None = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+class CompactionSummaryChunk(_SpecModel):
+    """`compaction_summary_chunk`: text appended to a compaction's summary. Only for
+    clients that advertised `session.compaction`."""
+
+    session_update: Annotated[Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")]
+    compaction_id: Annotated[str, Field(alias="compactionId")]
+    content: TextContentBlock
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import (
+    CommandsChanged,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionSummaryChunk,
     DiffContent,
     Location,
     MessageChunk,
@@ -24,18 +28,51 @@ from ..messages import (
 from . import schema as s
 
 
-def session_update(event: TurnEvent, terminal_meta: bool = False) -> dict[str, Any] | None:
+def session_update(
+    event: TurnEvent, terminal_meta: bool = False, *, compaction: bool = False
+) -> dict[str, Any] | None:
     """The update payload, or None when there is nothing this client would show.
 
     `terminal_meta`: the client renders Zed's `_meta.terminal_*` extension, which streams a
-    local command's output into a display terminal.
+    local command's output into a display terminal. `compaction`: the client advertised
+    `session.compaction`; other clients see a finished compaction as an agent message.
     """
+    if not compaction and isinstance(
+        event, CompactionStarted | CompactionSummaryChunk | CompactionFinished
+    ):
+        return _compaction_message(event)
     if isinstance(event, ToolCallUpdated) and event.terminal is not None:
         if terminal_meta:
             return _with_terminal_meta(event, event.terminal)
         if _only_terminal(event):
             return None
     return dump(_update_model(event))
+
+
+def _compaction_message(
+    event: CompactionStarted | CompactionSummaryChunk | CompactionFinished,
+) -> dict[str, Any] | None:
+    """A finished compaction as a short agent message, for clients without
+    `session.compaction` (its progress and summary are not shown to them)."""
+    if not isinstance(event, CompactionFinished):
+        return None
+    match event.status:
+        case "completed":
+            used = "" if event.share is None else f"{event.share:.0%} of the context window used; "
+            count = event.summarised
+            plural = "" if count == 1 else "s"
+            text = f"[Context compacted: {used}{count} earlier message{plural} summarised.]"
+        case "failed":
+            text = f"[Context compaction failed: {event.error}]"
+        case _:
+            return None
+    return dump(
+        s.AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content=_text_block(text + "\n\n"),
+            message_id=event.compaction_id,
+        )
+    )
 
 
 def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> dict[str, Any]:
@@ -111,6 +148,22 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
                 else s.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type),
                 message_id=message_id,
             )
+        case CommandsChanged(commands=commands):
+            return s.AvailableCommandsUpdate(
+                session_update="available_commands_update",
+                available_commands=[
+                    s.AvailableCommand(
+                        name=command.name,
+                        description=command.description,
+                        input=None
+                        if command.hint is None
+                        else s.AvailableCommandInput(
+                            root=s.UnstructuredCommandInput(hint=command.hint)
+                        ),
+                    )
+                    for command in commands
+                ],
+            )
         case SessionInfoChanged(title=title, updated_at=updated_at):
             return s.SessionInfoUpdate(
                 session_update="session_info_update", title=title, updated_at=updated_at
@@ -147,6 +200,26 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
                     s.PlanEntry(content=e.content, priority=e.priority, status=e.status)
                     for e in entries
                 ],
+            )
+        case CompactionStarted(compaction_id=compaction_id):
+            return s.CompactionUpdate(
+                session_update="compaction_update",
+                compaction_id=compaction_id,
+                status="in_progress",
+            )
+        case CompactionSummaryChunk(compaction_id=compaction_id, text=text):
+            return s.CompactionSummaryChunk(
+                session_update="compaction_summary_chunk",
+                compaction_id=compaction_id,
+                content=_text_block(text),
+            )
+        case CompactionFinished(compaction_id=compaction_id, summary=summary):
+            return s.CompactionUpdate(
+                session_update="compaction_update",
+                compaction_id=compaction_id,
+                status=event.status,
+                summary=None if summary is None else [_text_block(summary)],
+                error=event.error,
             )
         case UsageUpdated():
             cost = None

@@ -1,7 +1,10 @@
-"""Neutral conversation -> Messages API request, and stream events -> neutral events.
+"""Neutral conversation -> Messages API request (the stream: `_anthropic_stream`).
 
-Pure functions and one small state machine, no I/O. What the API insists on, and this module
-guarantees:
+Pure functions, no I/O. Each message becomes its blocks once (`message_blocks`, cached per
+message by the provider); `to_params` (the SDK's arguments) and `to_body` (the same request
+as JSON, from each block's cached encoding) put them into turns by the same rules (parity
+tests prove the body equals what the SDK sends for those arguments). What the API insists
+on, and this module guarantees:
 
 - `max_tokens` is always sent, and exceeds the thinking budget when thinking is on;
 - tool results travel as `tool_result` blocks in a user message, before any text;
@@ -14,32 +17,24 @@ guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal, assert_never
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, assert_never, cast
 
 from anthropic import types as api
 
 from ..messages import (
     ImagePart,
     Message,
-    ModelStopReason,
     Part,
-    Stop,
-    StreamEvent,
-    TextDelta,
     TextPart,
-    ThinkingDelta,
     ThinkingPart,
-    ToolCallArgsDelta,
-    ToolCallEnd,
     ToolCallPart,
-    ToolCallStart,
     ToolResultPart,
     ToolSpec,
-    Usage,
 )
-from .base import ModelRequest, parse_tool_arguments
+from ._wire import body_with_pieces, dumps
+from .base import ModelRequest
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -66,15 +61,6 @@ _IMAGE_TYPES: Final[dict[str, Literal["image/jpeg", "image/png", "image/gif", "i
     "image/gif": "image/gif",
     "image/webp": "image/webp",
 }
-_STOP_REASONS: Final[dict[str, ModelStopReason]] = {
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "max_tokens": "max_tokens",
-    "model_context_window_exceeded": "max_tokens",
-    "tool_use": "tool_use",
-    "refusal": "refusal",
-    "pause_turn": "pause_turn",
-}
 
 
 class UnsupportedPart(ValueError):
@@ -96,23 +82,142 @@ class RequestParams:
 
 
 @dataclass(slots=True)
-class _Turn:
+class MessageBlocks:
+    """One neutral message as content blocks of a user or assistant turn. Shared by every
+    request that carries the message: never changed once made."""
+
     role: Literal["user", "assistant"]
     blocks: list[api.ContentBlockParam]
+    has_tool_result: bool = False
+    joined: bytes | None = None
+    """The blocks' JSON, comma-separated, made when `to_body` first needs it."""
+
+    def encoded(self) -> bytes:
+        if self.joined is None:
+            self.joined = _join(self.blocks)
+        return self.joined
 
 
-def to_params(request: ModelRequest, *, caching: bool) -> RequestParams:
-    turns = _to_turns(request.messages)
-    budget = _thinking_budget(request) if _may_think(turns) else None
-    if caching:
-        _mark_last_user_block(turns)
+@dataclass(slots=True)
+class _Turns:
+    """The conversation as alternating user and assistant turns, without an object per
+    turn (a long history would make thousands per request): turn `k` is `messages[
+    starts[k]:starts[k + 1]]`, runs of consecutive messages of one role."""
+
+    messages: list[MessageBlocks]
+    """The messages that have blocks (the API rejects empty ones)."""
+    starts: list[int]
+    tails: dict[int, list[api.ContentBlockParam]]
+    """Per turn: blocks that replace those of its last message, when one of them must
+    differ from the shared ones (a cache breakpoint, stripped whitespace)."""
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def role(self, turn: int) -> Literal["user", "assistant"]:
+        return self.messages[self.starts[turn]].role
+
+    def span(self, turn: int) -> range:
+        end = self.starts[turn + 1] if turn + 1 < len(self.starts) else len(self.messages)
+        return range(self.starts[turn], end)
+
+    def last_blocks(self, turn: int) -> list[api.ContentBlockParam]:
+        """The blocks of the turn's last message as sent (a copy, to change)."""
+        tail = self.tails.get(turn)
+        return list(self.messages[self.span(turn)[-1]].blocks if tail is None else tail)
+
+    def blocks(self, turn: int) -> list[api.ContentBlockParam]:
+        *head, last = self.span(turn)
+        blocks = [block for index in head for block in self.messages[index].blocks]
+        return blocks + self.tails.get(turn, self.messages[last].blocks)
+
+    def encoded(self) -> list[bytes]:
+        """The JSON of the turns, in pieces to join: `{"role":..,"content":[..]},...`."""
+        messages, tails, pieces = self.messages, self.tails, list[bytes]()
+        for turn, start in enumerate(self.starts):
+            if turn:
+                pieces.append(b"]},")
+            pieces.append(_OPEN[messages[start].role])
+            span = self.span(turn)
+            for index in span:
+                if index == span[-1] and turn in tails:
+                    fragment = _join(tails[turn])
+                else:
+                    fragment = messages[index].encoded()
+                if fragment:
+                    if index != start:
+                        pieces.append(b",")
+                    pieces.append(fragment)
+        if pieces:
+            pieces.append(b"]}")
+        return pieces
+
+
+_OPEN: Final = {
+    "user": b'{"role":"user","content":[',
+    "assistant": b'{"role":"assistant","content":[',
+}
+
+
+def message_blocks(message: Message) -> MessageBlocks:
+    match message.role:
+        case "user":
+            return MessageBlocks("user", _user_blocks(message.parts))
+        case "assistant":
+            return MessageBlocks("assistant", _assistant_blocks(message.parts))
+        case "tool":
+            return MessageBlocks("user", [_tool_result(part) for part in message.parts], True)
+        case _:
+            assert_never(message.role)
+
+
+def _join(blocks: Iterable[api.ContentBlockParam]) -> bytes:
+    return b",".join(dumps(block) for block in blocks)
+
+
+def to_params(
+    request: ModelRequest, *, caching: bool, blocks: Sequence[MessageBlocks] | None = None
+) -> RequestParams:
+    """The arguments of `messages.create`; `blocks`: `message_blocks` of each message of
+    the request, if the caller has them already."""
+    if blocks is None:
+        blocks = [message_blocks(message) for message in request.messages]
+    turns, budget = _turns(request, blocks, caching=caching)
     return RequestParams(
         max_tokens=_max_tokens(request.max_output_tokens, budget),
-        messages=[_message_param(turn) for turn in turns],
+        messages=[_message_param(turns, turn) for turn in range(len(turns))],
         system=to_system(request.system, caching=caching),
         tools=to_tools(request.tools, caching=caching),
         thinking={"type": "enabled", "budget_tokens": budget} if budget is not None else None,
     )
+
+
+def to_body(request: ModelRequest, blocks: Sequence[MessageBlocks], *, caching: bool) -> bytes:
+    """The JSON body `messages.create(..., stream=True)` sends for `to_params`' arguments."""
+    turns, budget = _turns(request, blocks, caching=caching)
+    fields: dict[str, Any] = {
+        "max_tokens": _max_tokens(request.max_output_tokens, budget),
+        "model": request.model,
+        "stream": True,
+    }
+    if system := to_system(request.system, caching=caching):
+        fields["system"] = system
+    if budget is not None:
+        fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if tools := to_tools(request.tools, caching=caching):
+        fields["tools"] = tools
+    return body_with_pieces(fields, "messages", turns.encoded())
+
+
+def _turns(
+    request: ModelRequest, blocks: Sequence[MessageBlocks], *, caching: bool
+) -> tuple[_Turns, int | None]:
+    """The conversation as alternating turns, and the thinking budget it allows."""
+    turns = _to_turns(blocks)
+    budget = _thinking_budget(request) if _may_think(turns) else None
+    if caching:
+        _mark_last_user_block(turns)
+    return turns, budget
 
 
 def to_system(system: str, *, caching: bool) -> list[api.TextBlockParam]:
@@ -151,34 +256,23 @@ def _max_tokens(limit: int | None, budget: int | None) -> int:
     return min(budget + THINKING_ANSWER_TOKENS, THINKING_MAX_TOKENS)
 
 
-def _to_turns(messages: Sequence[Message]) -> list[_Turn]:
-    turns: list[_Turn] = []
-    for message in messages:
-        role: Literal["user", "assistant"]
-        match message.role:
-            case "user":
-                role, blocks = "user", _user_blocks(message.parts)
-            case "assistant":
-                role, blocks = "assistant", _assistant_blocks(message.parts)
-            case "tool":
-                role, blocks = "user", [_tool_result(part) for part in message.parts]
-            case _:
-                assert_never(message.role)
-        if not blocks:
-            continue  # the API rejects empty messages
-        if turns and turns[-1].role == role:
-            turns[-1].blocks.extend(blocks)  # tool results, then the user's next words
-        else:
-            turns.append(_Turn(role, blocks))
-    if turns and turns[-1].role == "assistant":
+def _to_turns(messages: Sequence[MessageBlocks]) -> _Turns:
+    kept = [message for message in messages if message.blocks]
+    starts = [
+        index
+        for index, message in enumerate(kept)
+        if not index or message.role != kept[index - 1].role  # tool results, then words
+    ]
+    turns = _Turns(kept, starts, {})
+    if turns and turns.role(len(turns) - 1) == "assistant":
         _strip_trailing_whitespace(turns)
     return turns
 
 
-def _message_param(turn: _Turn) -> api.MessageParam:
-    if turn.role == "user":
-        return {"role": "user", "content": turn.blocks}
-    return {"role": "assistant", "content": turn.blocks}
+def _message_param(turns: _Turns, turn: int) -> api.MessageParam:
+    if turns.role(turn) == "user":
+        return {"role": "user", "content": turns.blocks(turn)}
+    return {"role": "assistant", "content": turns.blocks(turn)}
 
 
 def _user_blocks(parts: Sequence[Part]) -> list[api.ContentBlockParam]:
@@ -259,159 +353,42 @@ def _image(part: ImagePart) -> api.ImageBlockParam | api.TextBlockParam:
     }
 
 
-def _strip_trailing_whitespace(turns: list[_Turn]) -> None:
+def _strip_trailing_whitespace(turns: _Turns) -> None:
     # A final assistant message (continuing a paused turn) must not end in whitespace.
-    blocks = turns[-1].blocks
-    last = blocks[-1]
+    final = len(turns) - 1
+    tail = turns.last_blocks(final)
+    last = tail[-1]
     if last["type"] == "text":
         text = last["text"].rstrip()
         if text:
-            last["text"] = text
+            tail[-1] = {**last, "text": text}
         else:
-            blocks.pop()
-            if not blocks:
-                turns.pop()
+            tail.pop()
+        turns.tails[final] = tail
+        if not tail and len(turns.span(final)) == 1:  # the turn is empty: not sent
+            del turns.tails[final]
+            del turns.messages[turns.starts.pop() :]
 
 
-def _may_think(turns: Sequence[_Turn]) -> bool:
+def _may_think(turns: _Turns) -> bool:
     """Thinking cannot start in the middle of a tool-use loop that began without it."""
-    for index in range(len(turns) - 1, -1, -1):
-        if turns[index].role != "assistant":
+    for turn in range(len(turns) - 1, -1, -1):
+        if turns.role(turn) != "assistant":
             continue
-        after = turns[index + 1].blocks if index + 1 < len(turns) else []
-        if not any(block["type"] == "tool_result" for block in after):
+        after = turns.span(turn + 1) if turn + 1 < len(turns) else range(0)
+        if not any(turns.messages[index].has_tool_result for index in after):
             return True
-        first = turns[index].blocks[0]["type"]
+        first = turns.messages[turns.starts[turn]].blocks[0]["type"]
         return first in ("thinking", "redacted_thinking")
     return True
 
 
-def _mark_last_user_block(turns: Sequence[_Turn]) -> None:
-    for turn in reversed(turns):
-        if turn.role == "user":
-            block = turn.blocks[-1]
-            if (
-                block["type"] == "text"
-                or block["type"] == "image"
-                or block["type"] == "tool_result"
-            ):
-                block["cache_control"] = _EPHEMERAL
+def _mark_last_user_block(turns: _Turns) -> None:
+    for turn in range(len(turns) - 1, -1, -1):
+        if turns.role(turn) == "user":
+            tail = turns.last_blocks(turn)
+            block = tail[-1]
+            if block["type"] in ("text", "image", "tool_result"):
+                tail[-1] = cast(api.ContentBlockParam, {**block, "cache_control": _EPHEMERAL})
+                turns.tails[turn] = tail
             return
-
-
-# --- stream -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _ToolBlock:
-    id: str
-    name: str
-    initial: dict[str, Any]
-    fragments: list[str] = field(default_factory=list)
-
-
-class EventMapper:
-    """Turns stream events into neutral events; `finish` reports usage and the stop.
-
-    Each thinking block ends with a `ThinkingDelta` that carries `{"signature": ...}` in its
-    `provider_data`; a redacted block is one `ThinkingDelta("", {"redacted_data": ...})`.
-    """
-
-    def __init__(self) -> None:
-        self.finished = False
-        """`message_stop` arrived: the stream is complete."""
-        self._tools: dict[int, _ToolBlock] = {}
-        self._calls = 0
-        self._stop_reason: str | None = None
-        self._input = self._output = self._cache_read = self._cache_write = 0
-
-    def on_event(self, event: api.RawMessageStreamEvent) -> Iterator[StreamEvent]:
-        # Class and tag both: the SDK builds an unknown event as the union's first class.
-        match event:
-            case api.RawMessageStartEvent(type="message_start"):
-                self._on_message_start(event)
-            case api.RawContentBlockStartEvent(type="content_block_start"):
-                yield from self._on_block_start(event)
-            case api.RawContentBlockDeltaEvent(type="content_block_delta"):
-                yield from self._on_block_delta(event)
-            case api.RawContentBlockStopEvent(type="content_block_stop"):
-                yield from self._on_block_stop(event)
-            case api.RawMessageDeltaEvent(type="message_delta"):
-                self._on_message_delta(event)
-            case api.RawMessageStopEvent(type="message_stop"):
-                self.finished = True
-
-    def finish(self) -> Iterator[StreamEvent]:
-        for index in sorted(self._tools):  # never left open by a complete stream; defensive
-            yield from self._on_block_stop(
-                api.RawContentBlockStopEvent(type="content_block_stop", index=index)
-            )
-        yield Usage(
-            input_tokens=self._input,
-            output_tokens=self._output,
-            cache_read_tokens=self._cache_read,
-            cache_write_tokens=self._cache_write,
-        )
-        yield Stop(self._stop())
-
-    def _on_message_start(self, event: api.RawMessageStartEvent) -> None:
-        usage = event.message.usage
-        self._input = usage.input_tokens or 0
-        self._output = usage.output_tokens or 0
-        self._cache_read = usage.cache_read_input_tokens or 0
-        self._cache_write = usage.cache_creation_input_tokens or 0
-
-    def _on_block_start(self, event: api.RawContentBlockStartEvent) -> Iterator[StreamEvent]:
-        match event.content_block:
-            case api.TextBlock(type="text") as block:
-                if block.text:
-                    yield TextDelta(block.text)
-            case api.ThinkingBlock(type="thinking") as block:
-                if block.thinking:
-                    yield ThinkingDelta(block.thinking)
-            case api.RedactedThinkingBlock(type="redacted_thinking") as block:
-                yield ThinkingDelta("", provider_data={REDACTED_KEY: block.data})
-            case api.ToolUseBlock(type="tool_use") as block:
-                self._tools[event.index] = _ToolBlock(block.id, block.name, dict(block.input or {}))
-                self._calls += 1
-                yield ToolCallStart(id=block.id, name=block.name)
-
-    def _on_block_delta(self, event: api.RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
-        match event.delta:
-            case api.TextDelta(type="text_delta") as delta:
-                if delta.text:
-                    yield TextDelta(delta.text)
-            case api.ThinkingDelta(type="thinking_delta") as delta:
-                if delta.thinking:
-                    yield ThinkingDelta(delta.thinking)
-            case api.SignatureDelta(type="signature_delta") as delta:
-                yield ThinkingDelta("", provider_data={SIGNATURE_KEY: delta.signature})
-            case api.InputJSONDelta(type="input_json_delta") as delta:
-                tool = self._tools.get(event.index)
-                if tool is not None and delta.partial_json:
-                    tool.fragments.append(delta.partial_json)
-                    yield ToolCallArgsDelta(id=tool.id, delta=delta.partial_json)
-
-    def _on_block_stop(self, event: api.RawContentBlockStopEvent) -> Iterator[StreamEvent]:
-        tool = self._tools.pop(event.index, None)
-        if tool is not None:
-            raw = "".join(tool.fragments)
-            arguments = parse_tool_arguments(raw) if raw.strip() else tool.initial
-            yield ToolCallEnd(ToolCallPart(id=tool.id, name=tool.name, arguments=arguments))
-
-    def _on_message_delta(self, event: api.RawMessageDeltaEvent) -> None:
-        if event.delta.stop_reason is not None:
-            self._stop_reason = event.delta.stop_reason
-        usage = event.usage  # cumulative counts; the input ones only on newer API versions
-        self._output = usage.output_tokens or self._output
-        if usage.input_tokens is not None:
-            self._input = usage.input_tokens
-        if usage.cache_read_input_tokens is not None:
-            self._cache_read = usage.cache_read_input_tokens
-        if usage.cache_creation_input_tokens is not None:
-            self._cache_write = usage.cache_creation_input_tokens
-
-    def _stop(self) -> ModelStopReason:
-        reason = _STOP_REASONS.get(self._stop_reason or "", "end_turn")
-        # "tool_use" without a single call would leave the engine nothing to run.
-        return "end_turn" if reason == "tool_use" and not self._calls else reason

@@ -1,6 +1,10 @@
 """Neutral conversation -> Chat Completions request, and stream chunks -> neutral events.
 
-Pure functions and one small state machine, no I/O. Server differences handled here:
+Pure functions and one small state machine, no I/O. `to_messages` is the request mapping;
+the provider sends what `encode_message` makes of each message (the same, serialised, and
+cached per message), and `ChunkMapper.on_payload` reads the common plain deltas from a
+chunk's JSON without building the SDK's chunk object (parity tests prove both equal the
+full mapping). Server differences handled here:
 reasoning arrives as `reasoning_content` (DeepSeek, older vLLM) or `reasoning` (Ollama,
 OpenRouter, newer vLLM); Ollama ends tool calls with finish_reason "stop"; Azure opens with
 a chunk without choices; some servers put usage on the finishing chunk instead of its own.
@@ -47,6 +51,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
+from ._wire import dumps
 from .base import parse_tool_arguments
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -67,20 +72,32 @@ class UnsupportedPart(ValueError):
 
 
 def to_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
-    result: list[ChatCompletionMessageParam] = []
-    if system:
-        result.append({"role": "system", "content": system})
+    result = system_messages(system)
     for message in messages:
-        match message.role:
-            case "user":
-                result.append(_user_message(message.parts))
-            case "assistant":
-                result.append(_assistant_message(message.parts))
-            case "tool":
-                result.extend(_tool_message(part) for part in message.parts)
-            case _:
-                assert_never(message.role)
+        result.extend(message_params(message))
     return result
+
+
+def system_messages(system: str) -> list[ChatCompletionMessageParam]:
+    return [{"role": "system", "content": system}] if system else []
+
+
+def message_params(message: Message) -> list[ChatCompletionMessageParam]:
+    """The API messages one neutral message becomes (a tool message: one per result)."""
+    match message.role:
+        case "user":
+            return [_user_message(message.parts)]
+        case "assistant":
+            return [_assistant_message(message.parts)]
+        case "tool":
+            return [_tool_message(part) for part in message.parts]
+        case _:
+            assert_never(message.role)
+
+
+def encode_message(message: Message) -> bytes:
+    """`message_params(message)` as JSON list items (comma-separated, no brackets)."""
+    return b",".join(dumps(param) for param in message_params(message))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]:
@@ -190,6 +207,69 @@ class ChunkMapper:
         self._usage: Usage | None = None
         self._refused = False
 
+    def on_payload(self, payload: Any) -> list[StreamEvent] | None:
+        """The events of a chunk that carries one plain delta, read from its decoded JSON:
+        text, reasoning, or more arguments of a tool call under way; None for any other
+        chunk (usage, a finish reason, a refusal, a new call ...), which `on_chunk` maps.
+
+        Nearly every chunk of a reply is such a delta; reading it straight from the JSON
+        skips building the SDK's typed chunk, the main cost of relaying a fast stream.
+        """
+        try:
+            if payload.get("usage") is not None:
+                return None
+            (choice,) = payload["choices"]
+            if choice.get("finish_reason") is not None:
+                return None
+            delta = choice["delta"]
+            fields = delta.items()
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        text: str | None = None
+        tool_deltas: list[Any] = []
+        for key, value in fields:
+            if value is None or key == "role":
+                continue
+            if type(value) is str and (key == "content" or key in _REASONING_FIELDS):
+                if key == "content":
+                    text = value
+            elif key == "tool_calls" and type(value) is list:
+                tool_deltas = value
+            else:
+                return None  # a refusal, a function_call, audio ...: the full mapping
+        calls = [self._continued_call(tool_delta) for tool_delta in tool_deltas]
+        if None in calls:
+            return None
+        events: list[StreamEvent] = []
+        reasoning = next((v for k in _REASONING_FIELDS if (v := delta.get(k))), None)
+        if reasoning:
+            events.append(ThinkingDelta(reasoning))
+        if text:
+            events.append(TextDelta(text))
+        for call, tool_delta in zip(calls, tool_deltas, strict=True):
+            fragment = tool_delta["function"].get("arguments")
+            if fragment and call is not None:
+                call.fragments.append(fragment)
+                events.append(ToolCallArgsDelta(id=call.id, delta=fragment))
+        return events
+
+    def _continued_call(self, tool_delta: Any) -> _PendingCall | None:
+        """The started call `tool_delta` adds arguments to, if that is all it does."""
+        if type(tool_delta) is not dict or type(index := tool_delta.get("index")) is not int:
+            return None
+        call = self._by_index.get(index)
+        function = tool_delta.get("function")
+        if call is None or not call.started or type(function) is not dict:
+            return None
+        if tool_delta.get("id") and tool_delta["id"] != call.id:
+            return None  # a new call at a known index
+        arguments = function.get("arguments")
+        if arguments is not None and type(arguments) is not str:
+            return None
+        if function.get("name") is not None and type(function["name"]) is not str:
+            return None
+        return call
+
     def on_chunk(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
         if chunk.usage is not None:
             self._usage = _usage(chunk.usage)
@@ -251,29 +331,6 @@ class ChunkMapper:
         reason = _STOP_REASONS.get(self.finish_reason or "", "end_turn")
         # "tool_calls" without a single call would leave the engine nothing to run.
         return "end_turn" if reason == "tool_use" else reason
-
-
-def plain_text(payload: Any) -> str | None:
-    """The text of a chunk that carries nothing but text, else None.
-
-    Nearly every chunk of a reply is one; reading it straight from the JSON skips building
-    the SDK's typed chunk, the main cost of relaying a fast stream.
-    """
-    try:
-        (choice,) = payload["choices"]
-        delta = choice["delta"]
-        content = delta["content"]
-    except (KeyError, TypeError, ValueError):
-        return None
-    if type(content) is not str or choice.get("finish_reason") is not None:
-        return None
-    if payload.get("usage") is not None:
-        return None
-    for key, value in delta.items():
-        # Anything else set (reasoning, refusal, tool calls) needs the full mapping.
-        if value is not None and key != "content" and key != "role":
-            return None
-    return content
 
 
 def _reasoning(delta: ChoiceDelta) -> str | None:

@@ -1,5 +1,6 @@
 """What the Chat Completions and Responses providers share: the SDK client, the API key,
-closing a stream, and the one translation of vendor and transport errors.
+sending a request body, closing a stream, and the one translation of vendor and transport
+errors.
 
 Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 
@@ -15,11 +16,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx2
 import openai
+from openai._base_client import make_request_options
+from openai._constants import RAW_RESPONSE_HEADER
+from openai._response import AsyncAPIResponse
+from openai._utils import path_template
 
 from .errors import (
     AuthError,
@@ -55,6 +60,8 @@ _KEY_LIKE = re.compile(r"\bsk-[\w*\-]{6,}")
 _UNAVAILABLE_CODES = frozenset({"server_error", "overloaded_error", "service_unavailable"})
 _RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "tokens", "requests"})
 _AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
+# The paths we call that Azure serves per deployment (`/deployments/{model}/...`).
+_AZURE_DEPLOYMENT_PATHS = frozenset({"/chat/completions"})
 
 
 class OpenAIConnection:
@@ -81,6 +88,33 @@ class OpenAIConnection:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+
+    async def post_stream(
+        self, path: str, body: bytes, *, model: str, cast_to: type[Any], stream_cls: type[Any]
+    ) -> AsyncAPIResponse[Any]:
+        """POST an encoded JSON body; the response comes back unread, to stream its bytes.
+
+        This is what `create(...)` on the SDK's `with_streaming_response` does, minus the
+        walk of the whole request through the SDK's parameter transform and its JSON
+        encoding: the body comes encoded (most of it cached per message, see
+        `_message_cache`). Headers, authentication, the URL, timeouts and the exceptions
+        for error statuses are the SDK client's own.
+        """
+        client = self.client()
+        if (
+            path in _AZURE_DEPLOYMENT_PATHS
+            and isinstance(client, openai.AsyncAzureOpenAI)
+            and "/deployments" not in str(client.base_url.path)
+        ):
+            # What `AsyncAzureOpenAI._build_request` does to a body it can read.
+            path = path_template("/deployments/{model}", model=model) + path
+        options = make_request_options(
+            extra_headers={RAW_RESPONSE_HEADER: "stream"}, security={"bearer_auth": True}
+        )
+        response = await client.post(
+            path, cast_to=cast_to, content=body, options=options, stream=True, stream_cls=stream_cls
+        )
+        return cast(AsyncAPIResponse[Any], response)
 
     async def close_quietly(self, stream: Any) -> None:
         """Release the HTTP response; shielded so a cancelled turn still frees the socket."""

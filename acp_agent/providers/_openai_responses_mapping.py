@@ -1,7 +1,11 @@
 """Neutral conversation -> Responses API input items, and stream events -> neutral events.
 
-Pure functions and one small state machine, no I/O. Requests are stateless (`store=false`),
-so everything the model needs is sent every time, reasoning included:
+Pure functions and one small state machine, no I/O. `to_input` is the request mapping; the
+provider sends what `encode_input` makes of each message (the same, serialised, cached per
+message), and `ResponseEventMapper.on_payload` reads the hot delta events from their JSON
+without building the SDK's event objects (parity tests prove both equal the full mapping).
+Requests are stateless (`store=false`), so everything the model needs is sent every time,
+reasoning included:
 
 - a reasoning output item (id, summary, encrypted_content) rides in the reply's
   `ThinkingPart.provider_data` under the key `REASONING_KEY_PREFIX + item id`, one key per
@@ -16,8 +20,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
+from openai._models import construct_type
 from openai.types.responses import (
     EasyInputMessageParam,
     FunctionToolParam,
@@ -45,7 +50,6 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
     ResponseUsage,
 )
-from openai.types.responses.response import Response
 from openai.types.responses.response_input_param import FunctionCallOutput
 
 from ..messages import (
@@ -68,12 +72,32 @@ from ..messages import (
     Usage,
 )
 from ._openai_chat_mapping import UnsupportedPart
+from ._wire import dumps
 from .base import parse_tool_arguments
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""
 
 _SUMMARY_SEPARATOR = "\n\n"
+# Events `ResponseEventMapper.on_event` passes over: no state, no output.
+_IGNORED_EVENTS = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.queued",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+        "response.function_call_arguments.done",
+    }
+)
+_TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 class ResponseFailed(Exception):
@@ -91,16 +115,26 @@ class ResponseFailed(Exception):
 def to_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]:
     items: list[ResponseInputItemParam] = []
     for message in messages:
-        match message.role:
-            case "user":
-                items.append(_user_message(message.parts))
-            case "assistant":
-                items.extend(_assistant_items(message.parts))
-            case "tool":
-                items.extend(_tool_output(part) for part in message.parts)
-            case _:
-                assert_never(message.role)
+        items.extend(input_items(message))
     return items
+
+
+def input_items(message: Message) -> list[ResponseInputItemParam]:
+    """The input items one neutral message becomes."""
+    match message.role:
+        case "user":
+            return [_user_message(message.parts)]
+        case "assistant":
+            return _assistant_items(message.parts)
+        case "tool":
+            return [_tool_output(part) for part in message.parts]
+        case _:
+            assert_never(message.role)
+
+
+def encode_input(message: Message) -> bytes:
+    """`input_items(message)` as JSON list items (comma-separated, no brackets)."""
+    return b",".join(dumps(item) for item in input_items(message))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[FunctionToolParam]:
@@ -269,6 +303,70 @@ class ResponseEventMapper:
         stream is still in thinking; a new summary part after it gets a separator."""
         self._thought_items: set[int] = set()
 
+    def on_payload(self, payload: Any) -> Iterator[StreamEvent] | None:
+        """The events of a text, reasoning or argument delta, read from the event's decoded
+        JSON; None for any other event, which `on_event` maps once the SDK built it.
+
+        Nearly every event of a reply is such a delta; reading it straight from the JSON
+        skips building the SDK's typed event, the main cost of relaying a fast stream. The
+        lifecycle events the mapping ignores are skipped, and the terminal ones read here
+        too: building the final `Response` (every output item kind of the API) first costs
+        the SDK ~25 MiB of model machinery that nothing here needs.
+        """
+        kind = payload.get("type") if type(payload) is dict else None
+        if kind in _IGNORED_EVENTS:
+            return iter(())
+        if kind in _TERMINAL_EVENTS:
+            return self._terminal(kind, payload.get("response"))
+        if kind is None or not kind.endswith(".delta"):
+            return None
+        delta = payload.get("delta")
+        if type(delta) is not str:
+            return None
+        index = payload.get("output_index")
+        match kind:
+            case "response.output_text.delta":
+                return self._text(delta)
+            case "response.reasoning_summary_text.delta":
+                part = payload.get("summary_index")
+            case "response.reasoning_text.delta":
+                part = payload.get("content_index")
+            case "response.function_call_arguments.delta":
+                if type(index) is not int:
+                    return None
+                return self._arguments(index, delta)
+            case _:
+                return None
+        if type(index) is not int or type(part) is not int:
+            return None
+        return self._thinking(delta, index, part)
+
+    def _terminal(self, kind: str, response: Any) -> Iterator[StreamEvent] | None:
+        if type(response) is not dict:
+            return None
+        usage = response.get("usage")
+        if usage is not None and type(usage) is not dict:
+            return None
+        match kind:
+            case "response.completed":
+                self._end(_construct_usage(usage))
+                self._stop = self._completed_stop()
+            case "response.incomplete":
+                details = response.get("incomplete_details")
+                if details is not None and (type(details) is not dict or "reason" not in details):
+                    return None
+                self._end(_construct_usage(usage))
+                reason = details["reason"] if details is not None else None
+                self._stop = "refusal" if reason == "content_filter" else "max_tokens"
+            case _:  # response.failed
+                error = response.get("error")
+                if error is None:
+                    return _failed(None, "the model failed without saying why")
+                if type(error) is not dict or "code" not in error or "message" not in error:
+                    return None
+                return _failed(error["code"], error["message"])
+        return iter(())
+
     def on_event(self, event: ResponseStreamEvent) -> Iterator[StreamEvent]:
         match event:
             case ResponseTextDeltaEvent(delta=delta):
@@ -285,17 +383,14 @@ class ResponseEventMapper:
                 self._calls[event.output_index] = _Call(id=item.call_id, name=item.name)
                 yield ToolCallStart(id=item.call_id, name=item.name)
             case ResponseFunctionCallArgumentsDeltaEvent():
-                call = self._calls.get(event.output_index)
-                if call is not None and event.delta:
-                    call.fragments.append(event.delta)
-                    yield ToolCallArgsDelta(id=call.id, delta=event.delta)
+                yield from self._arguments(event.output_index, event.delta)
             case ResponseOutputItemDoneEvent():
                 yield from self._item_done(event.output_index, event.item)
             case ResponseCompletedEvent(response=response):
-                self._end(response)
+                self._end(response.usage)
                 self._stop = self._completed_stop()
             case ResponseIncompleteEvent(response=response):
-                self._end(response)
+                self._end(response.usage)
                 details = response.incomplete_details
                 reason = details.reason if details is not None else None
                 self._stop = "refusal" if reason == "content_filter" else "max_tokens"
@@ -313,6 +408,12 @@ class ResponseEventMapper:
         if self._usage is not None:
             yield self._usage
         yield Stop(self._stop)
+
+    def _arguments(self, index: int, delta: str) -> Iterator[StreamEvent]:
+        call = self._calls.get(index)
+        if call is not None and delta:
+            call.fragments.append(delta)
+            yield ToolCallArgsDelta(id=call.id, delta=delta)
 
     def _text(self, delta: str) -> Iterator[StreamEvent]:
         if delta:
@@ -363,10 +464,10 @@ class ResponseEventMapper:
                 text = _SUMMARY_SEPARATOR + text
             yield ThinkingDelta(text, data)
 
-    def _end(self, response: Response) -> None:
+    def _end(self, usage: ResponseUsage | None) -> None:
         self.done = True
-        if response.usage is not None:
-            self._usage = _usage(response.usage)
+        if usage is not None:
+            self._usage = _usage(usage)
 
     def _completed_stop(self) -> ModelStopReason:
         if self._ended_calls:
@@ -374,6 +475,19 @@ class ResponseEventMapper:
         if self._refused:
             return "refusal"
         return "end_turn"
+
+
+def _failed(code: str | None, message: str) -> Iterator[StreamEvent]:
+    """Raises `ResponseFailed` when iterated, as `on_event`'s generator does."""
+    yield from ()  # a generator: nothing happens before it is iterated
+    raise ResponseFailed(code, message)
+
+
+def _construct_usage(usage: dict[str, Any] | None) -> ResponseUsage | None:
+    """The usage as the SDK builds it inside a response: leniently."""
+    if usage is None:
+        return None
+    return cast(ResponseUsage, construct_type(type_=ResponseUsage, value=usage))
 
 
 def _usage(usage: ResponseUsage) -> Usage:

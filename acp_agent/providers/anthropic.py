@@ -4,6 +4,13 @@ The request and stream mappers live in `_anthropic_mapping`; this module owns th
 client (and the optional extras Bedrock and Vertex need), the API key, the connection's
 lifetime and the translation of every vendor error.
 
+Each message's blocks are made once (`_message_cache`); the direct API gets the request as
+JSON built from their cached encoding, Bedrock and Vertex (whose clients rewrite the body)
+the SDK's arguments. The stream is read raw: server-sent events parsed from the bytes (or
+by the client's own decoder, Bedrock's binary event stream), the hot deltas straight from
+their JSON, every other event built by the SDK's `construct_type`, exactly as its typed
+stream would (`_events` mirrors `anthropic.AsyncStream`, errors included).
+
 Error mapping, decided here once:
 
     401 / 403                         AuthError (names the key variable or cloud credentials)
@@ -23,17 +30,31 @@ import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 import anyio
 import httpx2
 from anthropic import AsyncStream, omit
+from anthropic._base_client import make_request_options
+from anthropic._constants import RAW_RESPONSE_HEADER
+from anthropic._models import construct_type
+from anthropic._response import AsyncAPIResponse
+from anthropic._streaming import SSEBytesDecoder, SSEDecoder
 from anthropic.resources.messages import AsyncMessages
-from anthropic.types import RawMessageStreamEvent
+from anthropic.types import Message, RawMessageStreamEvent
 
 from ..messages import StreamEvent
-from ._anthropic_mapping import EventMapper, UnsupportedPart, to_params
+from ._anthropic_mapping import (
+    MessageBlocks,
+    UnsupportedPart,
+    message_blocks,
+    to_body,
+    to_params,
+)
+from ._anthropic_stream import EventMapper
+from ._message_cache import MessageCache
+from ._wire import loads, server_sent_events
 from .base import ModelRequest
 from .errors import (
     AuthError,
@@ -89,6 +110,7 @@ class AnthropicProvider:
         self._sdk_client: AnyAnthropicClient | None = None
         self._messages: AsyncMessages | None = None
         self._errors = _VENDOR_ERRORS
+        self._blocks: MessageCache[MessageBlocks] = MessageCache(message_blocks)
 
     async def aclose(self) -> None:
         if self._sdk_client is not None:
@@ -97,13 +119,46 @@ class AnthropicProvider:
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        messages = self._get_messages()
+        self._get_messages()  # a missing key fails here, before any work
         try:
-            params = to_params(request, caching=self._config.prompt_caching)
+            blocks = self._blocks.values(request.messages)
+            response = await self._send(request, blocks)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
+        except self._errors as exc:
+            raise self._translate(exc) from exc
+        events = self._events(response)
         try:
-            events_stream = await messages.create(
+            yield events
+        finally:
+            await events.aclose()
+            # Shielded: a cancelled turn must still release the HTTP connection right away.
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await response.close()
+
+    async def _send(
+        self, request: ModelRequest, blocks: list[MessageBlocks]
+    ) -> AsyncAPIResponse[Any]:
+        """POST the request; the response comes back unread, to stream its bytes."""
+        caching = self._config.prompt_caching
+        if self._config.type == "anthropic":
+            # `messages.create(..., stream=True)` with the body encoded already.
+            client = cast(anthropic.AsyncAnthropic, self._sdk_client)
+            options = make_request_options(extra_headers={RAW_RESPONSE_HEADER: "stream"})
+            response = await client.post(
+                "/v1/messages",
+                cast_to=Message,
+                content=to_body(request, blocks, caching=caching),
+                options=options,
+                stream=True,
+                stream_cls=AsyncStream[RawMessageStreamEvent],
+            )
+            return cast(AsyncAPIResponse[Any], response)
+        # Bedrock and Vertex move fields of the body into the URL: the SDK's arguments.
+        params = to_params(request, caching=caching, blocks=blocks)
+        return (
+            await self._get_messages()
+            .with_streaming_response.create(
                 model=request.model,
                 max_tokens=params.max_tokens,
                 messages=params.messages,
@@ -112,24 +167,26 @@ class AnthropicProvider:
                 thinking=params.thinking or omit,
                 stream=True,
             )
-        except self._errors as exc:
-            raise self._translate(exc) from exc
-        events = self._events(events_stream)
-        try:
-            yield events
-        finally:
-            await events.aclose()
-            # Shielded: a cancelled turn must still release the HTTP connection right away.
-            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-                await events_stream.close()
+            .__aenter__()
+        )
 
-    async def _events(
-        self, stream: AsyncStream[RawMessageStreamEvent]
-    ) -> AsyncGenerator[StreamEvent]:
+    async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = EventMapper()
+        http = response.http_response
         try:
-            async for event in stream:
-                for neutral in mapper.on_event(event):
+            async for name, data in self._server_events(http):
+                if name == "ping" or name is None:
+                    continue
+                if name == "error":
+                    raise self._stream_error(http, data)
+                if not data:
+                    continue
+                payload = loads(data)
+                events = mapper.on_payload(payload)
+                if events is None:
+                    event = construct_type(type_=RawMessageStreamEvent, value=payload)
+                    events = mapper.on_event(cast(RawMessageStreamEvent, event))
+                for neutral in events:
                     yield neutral
         except self._errors as exc:
             raise self._translate(exc) from exc
@@ -137,6 +194,28 @@ class AnthropicProvider:
             raise ProviderUnavailable(self.name, "stream ended before the model finished")
         for neutral in mapper.finish():
             yield neutral
+
+    def _server_events(
+        self, http: httpx2.Response
+    ) -> AsyncIterator[tuple[str | None, bytes | None]]:
+        """(event name, data) of each event, as the client's own decoder would read them."""
+        assert self._sdk_client is not None
+        decoder: SSEDecoder | SSEBytesDecoder = self._sdk_client._make_sse_decoder()
+        if type(decoder) is SSEDecoder:
+            return server_sent_events(http.aiter_bytes())
+        return _decoded(decoder.aiter_bytes(http.aiter_bytes()))  # Bedrock's event stream
+
+    def _stream_error(self, http: httpx2.Response, data: bytes | None) -> anthropic.APIError:
+        """What `anthropic.AsyncStream` raises for an `error` event."""
+        text = (data or b"").decode(errors="replace")
+        body: object = text
+        try:
+            body = json.loads(text)
+            message = f"{body}"
+        except Exception:
+            message = text or f"Error code: {http.status_code}"
+        assert self._sdk_client is not None
+        return self._sdk_client._make_status_error(message, body=body, response=http)
 
     # --- client ----------------------------------------------------------------------------
 
@@ -346,3 +425,8 @@ def _vendor_message(exc: anthropic.APIError) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
     return exc.message
+
+
+async def _decoded(events: AsyncIterator[Any]) -> AsyncIterator[tuple[str | None, bytes | None]]:
+    async for sse in events:
+        yield sse.event, sse.data.encode() if sse.data else None

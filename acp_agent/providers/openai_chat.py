@@ -4,7 +4,10 @@
 openai-compatible, azure-openai): a model configured with `api = "responses"` is streamed
 through the Responses API (`openai_responses`), every other one through Chat Completions.
 The request and stream mappers live in `_openai_chat_mapping`; the SDK client, the API key
-and the translation of every vendor error in `_openai_client`.
+and the translation of every vendor error in `_openai_client`. Requests go out as JSON built
+from each message's cached encoding (`_message_cache`), and the stream is read as raw
+server-sent events (`_wire`): the SDK's typed request and stream objects cost more than
+everything else a turn does once the conversation is long or the stream fast.
 """
 
 from __future__ import annotations
@@ -14,21 +17,23 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
-from openai import omit
+from openai import AsyncStream
 from openai._response import AsyncAPIResponse
-from openai.types.chat import ChatCompletionChunk
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from ..messages import StreamEvent, TextDelta
+from ..messages import StreamEvent
+from ._message_cache import MessageCache
 from ._openai_chat_mapping import (
     ChunkMapper,
     UnsupportedPart,
-    plain_text,
-    to_messages,
+    encode_message,
+    system_messages,
     to_tools,
 )
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
+from ._wire import body_with_list, dumps, server_sent_events
 from .base import ModelRequest
 from .errors import ProviderError, ProviderUnavailable
 from .openai_responses import OpenAIResponsesProvider
@@ -42,6 +47,7 @@ class OpenAIChatProvider:
         self.name = name
         self._connection = OpenAIConnection(name, config, env)
         self._responses = OpenAIResponsesProvider(name, config, env, connection=self._connection)
+        self._encoded: MessageCache[bytes] = MessageCache(encode_message)
 
     async def aclose(self) -> None:
         await self._connection.aclose()  # shared with the Responses provider
@@ -57,29 +63,19 @@ class OpenAIChatProvider:
     @asynccontextmanager
     async def _chat(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         connection = self._connection
-        client = connection.client()
+        connection.client()  # a missing key fails here, before any work
         try:
-            messages = to_messages(request.system, request.messages)
+            body = self._body(request)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        limit = request.max_output_tokens
-        param = connection.config.max_tokens_param
-        effort = _reasoning_effort(connection, request)
         try:
-            # The raw body, parsed here: the SDK's typed stream spends ~0.2 ms building each
-            # chunk object, which is most of the time of a fast stream.
-            response = await client.chat.completions.with_streaming_response.create(
+            response = await connection.post_stream(
+                "/chat/completions",
+                body,
                 model=request.model,
-                messages=messages,
-                tools=to_tools(request.tools) if request.tools else omit,
-                stream=True,
-                stream_options={"include_usage": True},
-                max_tokens=limit if limit is not None and param == "max_tokens" else omit,
-                max_completion_tokens=(
-                    limit if limit is not None and param == "max_completion_tokens" else omit
-                ),
-                reasoning_effort=effort if effort is not None else omit,
-            ).__aenter__()
+                cast_to=ChatCompletion,
+                stream_cls=AsyncStream[ChatCompletionChunk],
+            )
         except VENDOR_ERRORS as exc:
             raise connection.translate(exc) from exc
         events = self._events(response)
@@ -89,18 +85,38 @@ class OpenAIChatProvider:
             await events.aclose()
             await connection.close_quietly(response)
 
+    def _body(self, request: ModelRequest) -> bytes:
+        """The JSON of `chat.completions.create(..., stream=True)` for this request."""
+        connection = self._connection
+        limit = request.max_output_tokens
+        fields: dict[str, Any] = {"model": request.model, "stream": True}
+        if limit is not None:
+            fields[connection.config.max_tokens_param] = limit
+        if (effort := _reasoning_effort(connection, request)) is not None:
+            fields["reasoning_effort"] = effort
+        fields["stream_options"] = {"include_usage": True}
+        if request.tools:
+            fields["tools"] = to_tools(request.tools)
+        return body_with_list(fields, "messages", self._encoded_messages(request))
+
+    def _encoded_messages(self, request: ModelRequest) -> list[bytes]:
+        system = [dumps(message) for message in system_messages(request.system)]
+        return system + self._encoded.values(request.messages)
+
     async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ChunkMapper()
         try:
-            async for event_name, data in server_sent_events(response.iter_bytes()):
+            async for event_name, data in server_sent_events(response.http_response.aiter_bytes()):
+                if data is None:
+                    continue
                 if data.startswith(b"[DONE]"):
                     break
                 if event_name == "error" or b'"error"' in data:
                     self._raise_if_error(data)
-                text = _fast_text(data)
-                if text is not None:
-                    if text:
-                        yield TextDelta(text)
+                fast = _fast_events(mapper, data)
+                if fast is not None:
+                    for event in fast:
+                        yield event
                     continue
                 for event in mapper.on_chunk(self._chunk(data)):
                     yield event
@@ -139,32 +155,12 @@ class OpenAIChatProvider:
             )
 
 
-def _fast_text(data: bytes) -> str | None:
+def _fast_events(mapper: ChunkMapper, data: bytes) -> list[StreamEvent] | None:
     try:
-        return plain_text(from_json(data))
+        payload = from_json(data)
     except ValueError:
         return None  # not JSON: the slow path reports it
-
-
-async def server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str, bytes]]:
-    """(event name, data) for each server-sent event in a byte stream."""
-    buffer = b""
-    name, data = "", list[bytes]()
-    async for chunk in chunks:
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            line = line.rstrip(b"\r")
-            if not line:
-                if data:
-                    yield name, b"\n".join(data)
-                name, data = "", []
-            elif line.startswith(b"data:"):
-                data.append(line[5:].lstrip(b" "))
-            elif line.startswith(b"event:"):
-                name = line[6:].strip().decode()
-    if data:
-        yield name, b"\n".join(data)
+    return mapper.on_payload(payload)
 
 
 def _reasoning_effort(

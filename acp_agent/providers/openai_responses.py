@@ -5,22 +5,37 @@ models get their encrypted reasoning items back (`include=["reasoning.encrypted_
 so nothing lives on the server between calls. The request and stream mappers live in
 `_openai_responses_mapping`; the client and the error translation in `_openai_client`,
 shared with Chat Completions (`openai_chat.OpenAIChatProvider` routes here per model).
+
+As on the Chat Completions path, requests go out as JSON built from each message's cached
+encoding, and the stream is read as raw server-sent events: the hot delta events straight
+from their JSON, every other one built by the SDK's own lenient `construct_type`, exactly
+as its typed stream would (`_events` mirrors `openai.AsyncStream`, errors included).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
-from openai import AsyncStream, omit
-from openai.types.responses import ResponseStreamEvent
-from openai.types.shared_params import Reasoning
+import openai
+from openai import AsyncStream
+from openai._httpx2 import request_exceptions, timeout_exceptions
+from openai._models import construct_type
+from openai._response import AsyncAPIResponse
+from openai.types.responses import Response, ResponseStreamEvent
 
 from ..messages import StreamEvent
+from ._message_cache import MessageCache
 from ._openai_chat_mapping import UnsupportedPart
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
-from ._openai_responses_mapping import ResponseEventMapper, ResponseFailed, to_input, to_tools
+from ._openai_responses_mapping import (
+    ResponseEventMapper,
+    ResponseFailed,
+    encode_input,
+    to_tools,
+)
+from ._wire import body_with_list, loads, server_sent_events
 from .base import ModelRequest
 from .errors import ProviderError, ProviderUnavailable
 
@@ -39,6 +54,7 @@ class OpenAIResponsesProvider:
     ) -> None:
         self.name = name
         self._connection = connection or OpenAIConnection(name, config, env)
+        self._encoded: MessageCache[bytes] = MessageCache(encode_input)
 
     async def aclose(self) -> None:
         await self._connection.aclose()
@@ -46,48 +62,62 @@ class OpenAIResponsesProvider:
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         connection = self._connection
-        client = connection.client()
+        connection.client()  # a missing key fails here, before any work
         try:
-            items = to_input(request.messages)
+            body = self._body(request)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        model = connection.model(request.model)
-        level = request.thought_level
-        # Only reasoning models accept the include ("Encrypted content is not supported").
-        reasoning_model = (model is not None and model.reasoning) or level is not None
-        reasoning: Reasoning | None = None
-        if level is not None and level != "off":
-            reasoning = {"effort": level, "summary": "auto"}
         try:
-            stream = await client.responses.create(
+            response = await connection.post_stream(
+                "/responses",
+                body,
                 model=request.model,
-                input=items,
-                instructions=request.system or omit,
-                tools=to_tools(request.tools) if request.tools else omit,
-                stream=True,
-                store=False,
-                include=["reasoning.encrypted_content"] if reasoning_model else omit,
-                reasoning=reasoning if reasoning is not None else omit,
-                max_output_tokens=(
-                    request.max_output_tokens if request.max_output_tokens is not None else omit
-                ),
+                cast_to=Response,
+                stream_cls=AsyncStream[ResponseStreamEvent],
             )
         except VENDOR_ERRORS as exc:
             raise connection.translate(exc) from exc
-        events = self._events(stream)
+        events = self._events(response)
         try:
             yield events
         finally:
             await events.aclose()
-            await connection.close_quietly(stream)
+            await connection.close_quietly(response)
 
-    async def _events(
-        self, stream: AsyncStream[ResponseStreamEvent]
-    ) -> AsyncGenerator[StreamEvent]:
+    def _body(self, request: ModelRequest) -> bytes:
+        """The JSON of `responses.create(..., stream=True)` for this request."""
+        model = self._connection.model(request.model)
+        level = request.thought_level
+        fields: dict[str, Any] = {"model": request.model}
+        if request.system:
+            fields["instructions"] = request.system
+        if request.tools:
+            fields["tools"] = to_tools(request.tools)
+        fields["stream"] = True
+        fields["store"] = False
+        # Only reasoning models accept the include ("Encrypted content is not supported").
+        if (model is not None and model.reasoning) or level is not None:
+            fields["include"] = ["reasoning.encrypted_content"]
+        if level is not None and level != "off":
+            fields["reasoning"] = {"effort": level, "summary": "auto"}
+        if request.max_output_tokens is not None:
+            fields["max_output_tokens"] = request.max_output_tokens
+        return body_with_list(fields, "input", self._encoded.values(request.messages))
+
+    async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ResponseEventMapper()
         try:
-            async for event in stream:
-                for neutral in mapper.on_event(event):
+            async for _, data in server_sent_events(_sdk_errors(response)):
+                if data is not None and data.startswith(b"[DONE]"):
+                    break
+                payload = loads(data or b"")
+                if type(payload) is dict and payload.get("error"):
+                    raise _stream_error(response, payload["error"])
+                events = mapper.on_payload(payload)
+                if events is None:
+                    event = construct_type(type_=ResponseStreamEvent, value=payload)
+                    events = mapper.on_event(cast(ResponseStreamEvent, event))
+                for neutral in events:
                     yield neutral
                 if mapper.done:
                     break
@@ -99,3 +129,23 @@ class OpenAIResponsesProvider:
             raise ProviderUnavailable(self.name, "stream ended before the model finished")
         for neutral in mapper.finish():
             yield neutral
+
+
+async def _sdk_errors(response: AsyncAPIResponse[Any]) -> AsyncIterator[bytes]:
+    """The body's bytes, its transport errors raised as the SDK's stream raises them."""
+    http = response.http_response
+    try:
+        async for chunk in http.aiter_bytes():
+            yield chunk
+    except timeout_exceptions() as err:
+        raise openai.APITimeoutError(request=http.request) from err
+    except request_exceptions() as err:
+        raise openai.APIConnectionError(request=http.request) from err
+
+
+def _stream_error(response: AsyncAPIResponse[Any], error: Any) -> openai.APIError:
+    """What `openai.AsyncStream` raises for an event that carries an `error`."""
+    message = error.get("message") if isinstance(error, Mapping) else None
+    if not message or not isinstance(message, str):
+        message = "An error occurred during streaming"
+    return openai.APIError(message=message, request=response.http_response.request, body=error)

@@ -282,6 +282,8 @@ class UsageMeter:
         self.counter = counter if counter is not None else TokenCounter()
         self.cost_usd: float | None = None
         self.last: Reading | None = None
+        self.messages: int | None = None
+        """How many messages of the history `last` covers (None: not known)."""
 
     def after_call(
         self,
@@ -302,11 +304,17 @@ class UsageMeter:
         else:  # no report, or a server that sends zeros
             usage, estimated = self._estimate(history, system, tools), True
         used = context_tokens(usage)
+        self.charge(usage)
+        self.last = Reading(used=used, cost_usd=self.cost_usd, estimated=estimated)
+        self.messages = len(history)
+        return self.last
+
+    def charge(self, usage: Usage) -> None:
+        """Add the cost of a call to the session's (also of one outside the conversation,
+        such as a summary of it)."""
         call_cost = cost(usage, self.prices)
         if call_cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + call_cost
-        self.last = Reading(used=used, cost_usd=self.cost_usd, estimated=estimated)
-        return self.last
 
     def _estimate(
         self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from ..messages import TurnEvent
+from ..messages import Elicitation, ElicitationAnswer, TurnEvent
 from ..tools import Decision, Editor, PermissionQuestion
 
 
@@ -19,6 +19,10 @@ class SessionChannel(Protocol):
     async def emit(self, event: TurnEvent) -> None: ...
 
     async def ask_permission(self, question: PermissionQuestion) -> Decision: ...
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer:
+        """Put a question to the user (only in a mode of `EditorLink.elicitation_modes`)."""
+        ...
 
     def streaming(self) -> AbstractAsyncContextManager[None]:
         """Brackets a turn: within it, streamed text may be gathered into fewer updates;
@@ -33,6 +37,11 @@ class EditorLink(Protocol):
 
     def editor(self, session_id: str) -> Editor:
         """Files and terminals, through the editor when it offers them."""
+        ...
+
+    @property
+    def elicitation_modes(self) -> frozenset[str]:
+        """The kinds of question ("form", "url") the editor can put to the user."""
         ...
 
     @property

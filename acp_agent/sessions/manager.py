@@ -1,14 +1,13 @@
 """Every session's life: create, load, resume, fork, prompt, choose, cancel, close, delete.
 
-The manager owns the live sessions and their logs in the store, and builds each prompt
-turn: the provider and settings the session's choices name (read anew for every model
-request), the tools, and a host that shows the turn's events to the editor through the
-session's channel while the recorder writes them to the log.
+The manager owns the live sessions, their logs in the store and their MCP servers; it
+queues each prompt in its session, runs our slash commands, and hands every other prompt
+to the `TurnRunner` (`turns.py`).
 """
 
 from __future__ import annotations
 
-import datetime
+import gc
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,55 +18,51 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..child_env import child_environment
 from ..config import AgentConfig, ThoughtLevel
-from ..engine import ModelSettings, ModelSetup, Turn, open_call_results
+from ..engine import open_call_results
+from ..mcp_bridge import McpServerSpec
 from ..messages import (
+    CommandInfo,
+    CommandsChanged,
     Message,
     MessageChunk,
-    SessionInfoChanged,
     TextPart,
-    TurnEvent,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolResultPart,
     TurnStopReason,
+    UserMessageChunk,
 )
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
-from ..tools import Decision, PermissionQuestion, Tool, ToolContext, builtin_tools
-from ..tools.permissions import MODES, PermissionMode, is_mode
-from .channel import EditorLink, SessionChannel
+from ..tools import Tool, builtin_tools
+from ..tools.permissions import MODES, is_mode
+from .channel import EditorLink
 from .errors import SessionNotFound
-from .recorder import TurnRecorder
 from .records import (
     ChoiceRecord,
+    EventRecord,
     MessageRecord,
-    PermissionsRecord,
     SessionHeader,
-    TitleRecord,
-    TurnEndRecord,
-    UsageRecord,
     utc_now,
 )
 from .restore import StoredSession, replay, restore
+from .servers import McpError, McpServers, PromptUsageError
 from .session import Session
 from .store import SessionLog, SessionStore, SessionSummary, SummaryPage
+from .turns import TurnRunner
 
 log = logging.getLogger(__name__)
-
-DEFAULT_SYSTEM_PROMPT = """\
-You are a coding agent working inside the user's editor. The working directory is {cwd}.
-Use the tools to look at files before you answer questions about them; refer to files by \
-absolute path. Be concise. Today is {today}."""
 
 MODEL = "model"
 THOUGHT_LEVEL = "thought_level"
 MODE = "mode"
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
 MODEL_COMMAND = "model"
-TITLE_CHARS = 60
-SYNC_SECONDS = 2.0
+MCP_COMMAND = "mcp"
+COMPACT_COMMAND = "compact"
 CLOSE_SECONDS = 10.0
 """Time a closed session's cancelled turn has to finish before its log is closed."""
-"""Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
 INTERRUPTED_RESULT = "Not run: the session ended before this tool call finished."
 
 
@@ -105,16 +100,28 @@ class SessionManager:
         self._link = link
         self._providers = providers
         self._store = store
-        self._env = env
         self._encoder = encoder
-        self._background = background
-        self._tools = dict(tools) if tools is not None else builtin_tools()
         self._sessions: dict[str, Session] = {}
         self._logs: dict[str, SessionLog] = {}
+        self._servers = McpServers(config, link, env, background, self.announce_commands)
+        self._runner = TurnRunner(
+            config,
+            link,
+            providers,
+            self._servers,
+            dict(tools) if tools is not None else builtin_tools(),
+            env=env,
+            background=background,
+        )
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    def new(self, cwd: Path, additional_roots: Sequence[Path] = ()) -> Session:
+    async def new(
+        self,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+    ) -> Session:
         session = self._session(f"sess_{uuid.uuid4().hex}", cwd, additional_roots)
         session_log = self._store.create(
             SessionHeader(
@@ -128,22 +135,32 @@ class SessionManager:
         session_log.append(ChoiceRecord(model=session.model_choice, mode=session.mode))
         self._add(session, session_log)
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
+        await self._servers.connect(session, mcp_servers)
         return session
 
     async def load(
-        self, session_id: str, cwd: Path, additional_roots: Sequence[Path] = ()
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> Session:
         """The stored session, live again, after the user has been shown its whole
         conversation (through the session's channel)."""
-        session = await self.resume(session_id, cwd, additional_roots)
+        session = await self.resume(session_id, cwd, additional_roots, mcp_servers)
         records = await anyio.to_thread.run_sync(self._read, session_id)
         channel = self._link.channel(session_id)
         for event in replay(records):
             await channel.emit(event)
+        session.commands_shown = None  # the client shows the session afresh: tell it again
         return session
 
     async def resume(
-        self, session_id: str, cwd: Path, additional_roots: Sequence[Path] = ()
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> Session:
         """The stored session, live again without replay; the request's roots replace its
         roots. A session that is live already is returned as it is."""
@@ -152,13 +169,19 @@ class SessionManager:
             records = await anyio.to_thread.run_sync(self._read, session_id)
             session = self._session(session_id, cwd, additional_roots, restore(records))
             self._add(session, self._store.open_log(session_id))
-            self._close_open_tool_calls(session)
+            self._close_open_tool_calls(session, records)
+            gc.freeze()  # a long history lives on: full collections need not walk it again
             log.info("session %s restored in %s using %s", session.id, cwd, session.model_choice)
         session.cwd, session.roots = cwd, (cwd, *additional_roots)
+        await self._servers.connect(session, mcp_servers)
         return session
 
     async def fork(
-        self, session_id: str, cwd: Path, additional_roots: Sequence[Path] = ()
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> Session:
         """A new session holding a copy of the stored one's conversation; the original is
         left as it was."""
@@ -181,7 +204,8 @@ class SessionManager:
         records = await anyio.to_thread.run_sync(self._read, fork_id)
         session = self._session(fork_id, cwd, additional_roots, restore(records))
         self._add(session, fork_log)
-        self._close_open_tool_calls(session)
+        self._close_open_tool_calls(session, records)
+        await self._servers.connect(session, mcp_servers)
         return session
 
     def summaries(self, cwd: Path | None = None, cursor: str | None = None) -> SummaryPage:
@@ -202,6 +226,7 @@ class SessionManager:
         with anyio.move_on_after(CLOSE_SECONDS):
             await session.wait_idle()  # the cancelled turn writes its end to the log
         self._logs.pop(session_id).close()
+        await self._servers.close(session_id)
 
     async def delete(self, session_id: str) -> None:
         """Close the session and remove it from the store; an unknown id is no error (the
@@ -259,23 +284,39 @@ class SessionManager:
             session.mode = stored.mode
         if stored.thought_level in THOUGHT_LEVELS:
             session.thought_level = stored.thought_level
+        session.summarised = stored.summarised
         if stored.usage is not None:
             session.usage.cost_usd = stored.usage.cost_usd
             if stored.usage.used is not None:
                 session.usage.last = Reading(
                     stored.usage.used, stored.usage.cost_usd, stored.usage.estimated
                 )
+                session.usage.messages = len(stored.history)
 
     def _add(self, session: Session, log: SessionLog) -> None:
         self._sessions[session.id] = session
         self._logs[session.id] = log
 
-    def _close_open_tool_calls(self, session: Session) -> None:
-        """A process killed while tools ran left calls without results: answer them."""
+    def _close_open_tool_calls(self, session: Session, records: Sequence[Any]) -> None:
+        """A process killed while tools ran left calls without results: answer them, and
+        end the calls the user saw start (a load would show them running forever)."""
         results = open_call_results(session.history, [], INTERRUPTED_RESULT)
-        if results is not None:
-            session.history.append(results)
-            self._logs[session.id].append(MessageRecord(results))
+        if results is None:
+            return
+        session.history.append(results)
+        session_log = self._logs[session.id]
+        session_log.append(MessageRecord(results))
+        shown = {
+            r.event.id
+            for r in records
+            if isinstance(r, EventRecord) and isinstance(r.event, ToolCallStarted)
+        }
+        for result in results.parts:
+            if isinstance(result, ToolResultPart) and result.tool_call_id in shown:
+                ended = ToolCallUpdated(
+                    result.tool_call_id, status="failed", content=(TextPart(INTERRUPTED_RESULT),)
+                )
+                session_log.append(EventRecord(ended))
 
     def cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)
@@ -290,8 +331,9 @@ class SessionManager:
 
     async def aclose(self) -> None:
         self.cancel_all()
-        for log in self._logs.values():
-            log.close()
+        for session_log in self._logs.values():
+            session_log.close()
+        await self._servers.aclose()
         await self._providers.aclose()
 
     # --- prompts -------------------------------------------------------------------------
@@ -306,108 +348,22 @@ class SessionManager:
         self, session_id: str, message: Message, place: int | None = None
     ) -> PromptOutcome:
         session = self.get(session_id)
-        if (argument := _model_command(message)) is not None:
-            return await self._model_command(session, argument)
+        command = _command(message)
+        if command is not None and (outcome := await self._command(session, *command, place)):
+            return outcome
         # The turn is built when its queue slot comes: a prompt that waited uses the
         # model and mode chosen meanwhile.
         stop = await session.run_turn(lambda: self._run_turn(session, message), place)
         return PromptOutcome(stop)
 
     async def _run_turn(self, session: Session, message: Message) -> TurnStopReason:
-        # An unknown model or a provider that fails to load fails the prompt before it
-        # joins the history.
-        await self.model_setup(session)
-        channel = self._link.channel(session.id)
-        log = self._logs[session.id]
-        recorder = TurnRecorder(log)
-        remembered = session.permissions.to_json()
-        turn = Turn(
-            choices=_LiveChoices(self, session),
-            history=session.history,
-            tools=self._tools,
-            context=self._tool_context(session),
-            host=_TurnHost(channel, recorder),
-            max_turn_requests=self._config.max_turn_requests,
-            meter=session.usage,
-            memory=session.permissions,
-        )
-        stop: TurnStopReason = "cancelled"
-        try:
-            async with channel.streaming():
-                stop = await turn.run(message, uuid.uuid4().hex)
-        finally:
-            recorder.flush()
-            self._record_turn_end(session, log, stop, remembered)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(SYNC_SECONDS):
-                await log.sync()
-                await self._after_turn(session, log, channel)
-        return stop
-
-    def _record_turn_end(
-        self, session: Session, log: SessionLog, stop: TurnStopReason, remembered: Any
-    ) -> None:
-        reading = session.usage.last
-        log.append(
-            UsageRecord(
-                session.usage.cost_usd,
-                reading.used if reading else None,
-                reading.estimated if reading else False,
-            )
-        )
-        if session.permissions.to_json() != remembered:
-            memory = session.permissions.to_json()
-            log.append(PermissionsRecord(tuple(memory["allowed"]), tuple(memory["rejected"])))
-        log.append(TurnEndRecord(stop, utc_now()))
-
-    async def _after_turn(self, session: Session, log: SessionLog, channel: SessionChannel) -> None:
-        """The first turn names the session; every turn marks it as active now."""
-        if session.title is None and (title := _title(session.history)) is not None:
-            session.title = title
-            log.append(TitleRecord(title))
-            summary = await log.update_summary(title=title)
-            await channel.emit(SessionInfoChanged(title=title, updated_at=summary.updated_at))
-        else:
-            await log.update_summary()
-
-    def _tool_context(self, session: Session) -> ToolContext:
-        return ToolContext(
-            session_id=session.id,
-            cwd=session.cwd,
-            roots=session.roots,
-            editor=self._link.editor(session.id),
-            state=session.tool_state,
-            shell_timeout=self._config.shell_timeout,
-            client_shows_terminal_stream=self._link.shows_terminal_stream,
-            background=self._background,
-            child_env=child_environment(self._env, self._config),
-        )
-
-    async def model_setup(self, session: Session) -> ModelSetup:
-        """The provider and settings for the session's next model request, from its current
-        choices (read anew for each request, so a switch applies mid-turn)."""
-        choice, _, model = self._config.find_model(session.model_choice)
-        provider = await self._providers.get(choice.split("/", 1)[0])
-        session.usage.prices = model.prices  # a switch keeps the cost so far
-        system = self._config.system_prompt or DEFAULT_SYSTEM_PROMPT
-        return ModelSetup(
-            provider,
-            ModelSettings(
-                model=model.id,
-                system_prompt=system.format(cwd=session.cwd, today=datetime.date.today()),
-                context_window=model.context_window,
-                max_output_tokens=model.max_output_tokens,
-                thought_level=self.thought_level(session),
-            ),
-        )
+        return await self._runner.run(session, self._logs[session.id], message)
 
     # --- choices -------------------------------------------------------------------------
 
     def thought_level(self, session: Session) -> ThoughtLevel | None:
         """The effort to ask for, or None when the session's model does not reason."""
-        model = self._config.find_model(session.model_choice)[2]
-        if not model.reasoning:
-            return None
-        return session.thought_level or model.thought_level
+        return self._runner.thought_level(session)
 
     def choose(self, session_id: str, option: str, value: str) -> Session:
         """Set one of the session's choices; it applies from the next model request (model,
@@ -438,6 +394,97 @@ class SessionManager:
         log.info("session %s: %s = %s", session.id, option, value)
         return session
 
+    # --- slash commands ------------------------------------------------------------------
+
+    def commands(self, session_id: str) -> tuple[CommandInfo, ...]:
+        """What the user may type as `/name argument`: ours, then the MCP servers' prompts."""
+        ours = (
+            CommandInfo(MODEL_COMMAND, "Switch the model (no argument: list)", "provider/model"),
+            CommandInfo(MCP_COMMAND, "Show the MCP servers, their state and tools"),
+            CommandInfo(
+                COMPACT_COMMAND,
+                "Summarise the older turns to free context (optionally: what to keep in focus)",
+                "focus (optional)",
+            ),
+        )
+        prompts = tuple(
+            CommandInfo(
+                info.command,
+                info.description or info.title or f"MCP prompt {info.name} of {info.server}",
+                " ".join(a.name for a in info.arguments) or None,
+            )
+            for info in self._servers.prompts(session_id)
+        )
+        return ours + prompts
+
+    async def announce_commands(self, session_id: str) -> None:
+        """Tell the editor the session's commands (once it knows the session, and when the
+        servers' prompts change), then what its servers did meanwhile."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            return
+        commands = self.commands(session_id)
+        if commands != session.commands_shown:
+            session.commands_shown = commands
+            await self._link.channel(session_id).emit(CommandsChanged(commands))
+        await self._servers.announce(session_id)
+
+    async def _command(
+        self, session: Session, name: str, argument: str, place: int | None
+    ) -> PromptOutcome | None:
+        """Run a slash command; None when `name` is none of ours (the text goes to the model)."""
+        if name in (MODEL_COMMAND, MCP_COMMAND, COMPACT_COMMAND):
+            # Not for the model, but shown again when the session is loaded.
+            typed = TextPart(f"/{name} {argument}".rstrip())
+            self._logs[session.id].append(EventRecord(UserMessageChunk(typed, _new_id())))
+        if name == MODEL_COMMAND:
+            return await self._model_command(session, argument)
+        if name == MCP_COMMAND:
+            await self._reply(session, self._servers.describe(session.id))
+            return PromptOutcome("end_turn")
+        if name == COMPACT_COMMAND:
+            return PromptOutcome(
+                await session.run_turn(lambda: self._compact(session, argument), place)
+            )
+        prompt = next((p for p in self._servers.prompts(session.id) if p.command == name), None)
+        if prompt is None:
+            return None
+        try:
+            messages = await self._servers.prompt_messages(session.id, prompt, argument)
+        except (PromptUsageError, McpError) as exc:
+            await self._reply(session, f"/{name}: {exc}")
+            return PromptOutcome("end_turn")
+        return PromptOutcome(await self._prompt_turn(session, messages, place))
+
+    async def _prompt_turn(
+        self, session: Session, messages: Sequence[Message], place: int | None
+    ) -> TurnStopReason:
+        """An MCP prompt's messages as the turn's input: the last user message is the prompt,
+        what comes before it joins the history first."""
+        *earlier, last = messages or (Message("user", [TextPart("(the prompt was empty)")]),)
+        if last.role != "user":
+            earlier, last = [*earlier, last], Message("user", [TextPart("Go on.")])
+
+        async def turn() -> TurnStopReason:
+            for message in earlier:
+                session.history.append(message)
+                self._logs[session.id].append(MessageRecord(message))
+            return await self._run_turn(session, last)
+
+        return await session.run_turn(turn, place)
+
+    async def _compact(self, session: Session, focus: str) -> TurnStopReason:
+        """`/compact [focus]`, in the session's queue: the older turns summarised now."""
+        if not await self._runner.compact(session, self._logs[session.id], focus):
+            await self._reply(session, "Nothing to compact: no turns since the last summary.")
+        return "end_turn"
+
+    async def _reply(self, session: Session, text: str) -> None:
+        """An answer of ours (not the model's), kept for the session's replay."""
+        reply = MessageChunk(text, _new_id())
+        self._logs[session.id].append(EventRecord(reply))
+        await self._link.channel(session.id).emit(reply)
+
     async def _model_command(self, session: Session, argument: str) -> PromptOutcome:
         """`/model` lists the models, `/model provider/model` switches; no model call."""
         if argument:
@@ -449,61 +496,19 @@ class SessionManager:
                 for choice, _, _ in self._config.model_choices()
             )
             reply = f"Models:\n{listed}\n\nSwitch with /model provider/model."
-        await self._link.channel(session.id).emit(MessageChunk(reply))
+        await self._reply(session, reply)
         return PromptOutcome("end_turn", choices_changed=bool(argument))
 
 
-@dataclass(frozen=True, slots=True)
-class _LiveChoices:
-    """`engine.SessionChoices` of one session: the engine reads them at every step."""
-
-    manager: SessionManager
-    session: Session
-
-    @property
-    def mode(self) -> PermissionMode:
-        return self.session.mode
-
-    async def model_setup(self) -> ModelSetup:
-        return await self.manager.model_setup(self.session)
+def _new_id() -> str:
+    return uuid.uuid4().hex
 
 
-@dataclass(frozen=True, slots=True)
-class _TurnHost:
-    """`engine.TurnHost` of one turn: events go to the log and to the editor."""
-
-    channel: SessionChannel
-    recorder: TurnRecorder
-
-    async def emit(self, event: TurnEvent) -> None:
-        self.recorder.observe(event)
-        await self.channel.emit(event)
-
-    async def ask_permission(self, question: PermissionQuestion) -> Decision:
-        return await self.channel.ask_permission(question)
-
-    def keep(self, message: Message, message_id: str | None) -> None:
-        self.recorder.keep(message, message_id)
-
-
-def _title(history: Sequence[Message]) -> str | None:
-    """The session's first prompt, cut to a short line."""
-    first = next((m for m in history if m.role == "user"), None)
-    text = " ".join(p.text for p in first.parts if isinstance(p, TextPart)) if first else ""
-    words = " ".join(text.split())
-    if not words:
-        return None
-    if len(words) <= TITLE_CHARS:
-        return words
-    cut = words[: TITLE_CHARS - 1].rsplit(" ", 1)[0] or words[: TITLE_CHARS - 1]
-    return cut + "…"
-
-
-def _model_command(message: Message) -> str | None:
-    """The argument of a `/model` prompt ("" for none); None for any other prompt, which
-    goes to the model as written (other slash text included)."""
+def _command(message: Message) -> tuple[str, str] | None:
+    """(name, argument) of a prompt that is one `/name argument` line of text; None for any
+    other prompt."""
     text = message.text.strip()
-    if len(message.parts) != 1 or not text.startswith("/"):
+    if len(message.parts) != 1 or not text.startswith("/") or "\n" in text:
         return None
     name, _, argument = text[1:].partition(" ")
-    return argument.strip() if name == MODEL_COMMAND else None
+    return (name, argument.strip()) if name else None

@@ -3,10 +3,13 @@
 Every complete message of the history is one record, in order; what the user saw is one
 record per event, with streamed text merged into one record per run of chunks (a 20,000
 delta reply is one line, not 20,000). Lines are written and flushed at each event
-boundary, so a killed process loses at most the event in flight.
+boundary, and a long run of text at least once a second, so a killed process loses at
+most the last second of a reply that was streaming.
 """
 
 from __future__ import annotations
+
+import time
 
 from ..messages import (
     Message,
@@ -21,6 +24,9 @@ from .records import EventRecord, MessageRecord
 from .store import SessionLog
 
 Chunk = MessageChunk | ThoughtChunk
+RUN_SECONDS = 1.0
+"""The longest a streaming run of text stays unwritten (replay joins the pieces again:
+they carry the same message id)."""
 
 
 class TurnRecorder:
@@ -29,6 +35,7 @@ class TurnRecorder:
         self._run: Chunk | None = None
         """The first chunk of the run of text being gathered."""
         self._texts: list[str] = []
+        self._run_started = 0.0
 
     def observe(self, event: TurnEvent) -> None:
         if isinstance(event, (MessageChunk, ThoughtChunk)):
@@ -37,8 +44,10 @@ class TurnRecorder:
             ):
                 self.flush()
             if self._run is None:
-                self._run = event
+                self._run, self._run_started = event, time.monotonic()
             self._texts.append(event.text)
+            if time.monotonic() - self._run_started >= RUN_SECONDS:
+                self.flush()
             return
         self.flush()
         shown = _as_shown_later(event)

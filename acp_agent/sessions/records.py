@@ -32,6 +32,12 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Final, Literal, TypeAlias, cast, get_args
 
 from ..messages import (
+    CommandInfo,
+    CommandsChanged,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionStatus,
+    CompactionSummaryChunk,
     DiffContent,
     ImagePart,
     Location,
@@ -150,7 +156,8 @@ class TitleRecord:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
-    """The first `replaced` messages of the working history were summarised as `summary`."""
+    """The first `replaced` messages of the full history (every `MessageRecord` so far)
+    were summarised as `summary`: the working context is the summary, then the rest."""
 
     kind: ClassVar[Literal["compaction"]] = "compaction"
     compaction_id: str
@@ -364,6 +371,7 @@ _TOOL_KINDS: Final = frozenset(get_args(ToolKind))
 _TOOL_STATUSES: Final = frozenset(get_args(ToolStatus))
 _PLAN_PRIORITIES: Final = frozenset(get_args(PlanPriority))
 _PLAN_STATUSES: Final = frozenset(get_args(PlanStatus))
+_COMPACTION_STATUSES: Final = frozenset(get_args(CompactionStatus))
 
 
 def _tagged(d: Json, table: Mapping[str, Callable[[Json], Any]], what: str) -> Any:
@@ -545,9 +553,46 @@ def event_to_json(event: TurnEvent) -> Json:
             d = {"kind": "session_info_changed"}
             _put(d, "title", title)
             _put(d, "updated_at", updated_at)
+        case CommandsChanged(commands=commands):
+            d = {"kind": "commands_changed", "commands": [_command_to_json(c) for c in commands]}
+        case CompactionStarted(compaction_id=compaction_id):
+            d = {"kind": "compaction_started", "compaction_id": compaction_id}
+        case CompactionSummaryChunk(compaction_id=compaction_id, text=text):
+            d = {"kind": "compaction_summary_chunk", "compaction_id": compaction_id, "text": text}
+        case CompactionFinished():
+            d = {
+                "kind": "compaction_finished",
+                "compaction_id": event.compaction_id,
+                "status": event.status,
+                "summarised": event.summarised,
+            }
+            _put(d, "summary", event.summary)
+            _put(d, "error", event.error)
+            _put(d, "share", event.share)
         case _:
             raise RecordError(f"not a turn event: {type(event).__name__}")
     return d
+
+
+def _command_to_json(command: CommandInfo) -> Json:
+    d: Json = {"name": command.name, "description": command.description}
+    _put(d, "hint", command.hint)
+    return d
+
+
+def _command(d: Json) -> CommandInfo:
+    return CommandInfo(_str(d, "name"), _str(d, "description"), _opt_str(d, "hint"))
+
+
+def _compaction_finished(d: Json) -> CompactionFinished:
+    return CompactionFinished(
+        _str(d, "compaction_id"),
+        cast(CompactionStatus, _choice(d, "status", _COMPACTION_STATUSES)),
+        summary=_opt_str(d, "summary"),
+        error=_opt_str(d, "error"),
+        summarised=_int(d, "summarised"),
+        share=_opt_float(d, "share"),
+    )
 
 
 def _tool_call_started(d: Json) -> ToolCallStarted:
@@ -598,6 +643,12 @@ _EVENT_READERS: Final[Mapping[str, Callable[[Json], TurnEvent]]] = {
     "session_info_changed": lambda d: SessionInfoChanged(
         _opt_str(d, "title"), _opt_str(d, "updated_at")
     ),
+    "commands_changed": lambda d: CommandsChanged(tuple(_command(c) for c in _list(d, "commands"))),
+    "compaction_started": lambda d: CompactionStarted(_str(d, "compaction_id")),
+    "compaction_summary_chunk": lambda d: CompactionSummaryChunk(
+        _str(d, "compaction_id"), _str(d, "text")
+    ),
+    "compaction_finished": _compaction_finished,
 }
 
 

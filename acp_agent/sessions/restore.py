@@ -43,6 +43,8 @@ class StoredSession:
     header: SessionHeader
     history: list[Message] = field(default_factory=list)
     """The working context: the last compaction's summary (if any), then what followed."""
+    summarised: int = 0
+    """How many messages of the full history that summary replaces (`Session.summarised`)."""
     model: str | None = None
     mode: str | None = None
     thought_level: str | None = None
@@ -78,6 +80,7 @@ def restore(records: Sequence[Record]) -> StoredSession:
         stored.history = messages
     else:
         stored.history = [compaction.summary, *messages[compaction.replaced :]]
+        stored.summarised = compaction.replaced
     return stored
 
 
@@ -96,7 +99,8 @@ def replay(records: Sequence[Record]) -> list[TurnEvent]:
                     if isinstance(part, (TextPart, ImagePart))
                 )
             case EventRecord(event=event):
-                events.append(_without_terminals(event, outputs))
+                if (shown := _without_terminals(event, outputs)) is not None:
+                    events.append(shown)
             case TitleRecord(title=stored_title):
                 title = stored_title
     if title is not None:
@@ -115,7 +119,13 @@ def _tool_outputs(records: Sequence[Record]) -> dict[str, str]:
     return outputs
 
 
-def _without_terminals(event: TurnEvent, outputs: dict[str, str]) -> TurnEvent:
+def _without_terminals(event: TurnEvent, outputs: dict[str, str]) -> TurnEvent | None:
+    if isinstance(event, ToolCallUpdated) and event.terminal is not None:
+        # A command's live output stream (older logs kept it): its terminal is gone, and a
+        # client would open a display terminal for it again. Keep the rest, if any.
+        event = replace(event, terminal=None)
+        if event == ToolCallUpdated(event.id):
+            return None
     match event:
         case ToolCallStarted(content=content) if _has_terminal(content):
             return replace(event, content=_as_text(content, outputs.get(event.id, "")))

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 
 from ..config import ThoughtLevel
-from ..messages import Message, TurnStopReason
+from ..messages import CommandInfo, Message, TurnStopReason
 from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
 from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
@@ -36,10 +36,16 @@ class Session:
     mode: PermissionMode = DEFAULT_MODE
     history: list[Message] = field(default_factory=list)
     """The working context sent to the model (after compaction: a summary, then the rest)."""
+    summarised: int = 0
+    """How many messages of the full history (the log) the summary opening `history`
+    stands for; 0 while the session was never compacted. The full history is these plus
+    the rest of `history`: every message appended to one is appended to the other."""
     permissions: PermissionMemory = field(default_factory=PermissionMemory)
     tool_state: SessionToolState = field(default_factory=SessionToolState)
     usage: UsageMeter = field(default_factory=UsageMeter)
     title: str | None = None
+    commands_shown: tuple[CommandInfo, ...] | None = None
+    """The slash commands the editor was last told of."""
 
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     _running: anyio.CancelScope | None = field(default=None, repr=False)

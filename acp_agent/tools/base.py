@@ -7,6 +7,7 @@ an error result; cancellation and refusals propagate.
 
 from __future__ import annotations
 
+import functools
 import os.path
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,14 +181,10 @@ class Tool(_ToolAttributes, Generic[P]):
     """Subclasses set the attributes (class or instance) and implement `run`."""
 
     def spec(self) -> ToolSpec:
-        schema = self.params_model.model_json_schema()
-        schema.pop("title", None)
-        # Some OpenAI-compatible servers reject `$ref`; nested models are small, so inline.
-        definitions = schema.pop("$defs", {})
         return ToolSpec(
             name=self.name,
             description=self.description,
-            parameters=_inline_refs(schema, definitions),
+            parameters=_parameters_schema(self.params_model),
         )
 
     def title(self, params: P, ctx: ToolContext) -> str:
@@ -206,6 +203,18 @@ class Tool(_ToolAttributes, Generic[P]):
 
     async def run(self, params: P, ctx: ToolContext) -> ToolOutcome:
         raise NotImplementedError
+
+
+@functools.cache
+def _parameters_schema(params_model: type[ToolParams]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, built once per model (every model request
+    carries it)."""
+    schema = params_model.model_json_schema()
+    schema.pop("title", None)
+    # Some OpenAI-compatible servers reject `$ref`; nested models are small, so inline.
+    definitions = schema.pop("$defs", {})
+    inlined: dict[str, Any] = _inline_refs(schema, definitions)
+    return inlined
 
 
 def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:

@@ -422,3 +422,28 @@ async def test_an_invalid_spec_is_reported_not_started(tmp_path: Path) -> None:
         web, local = hub.statuses()
     assert web.error == "web: an http server needs a url"
     assert local.error == "local: a stdio server needs a command"
+
+
+async def test_a_call_that_changes_the_tool_list_returns_once_the_list_is_read_again(
+    tmp_path: Path,
+) -> None:
+    async with McpHub([stdio_spec("every", "everything.py")], cwd=tmp_path) as hub:
+        assert (await hub.call_tool("every", "grow", {})).text == "grew"
+        # No waiting here: the model's next request is built right after the call.
+        assert hub.find_tool("mcp__every__grown") is not None
+        assert (await hub.call_tool("every", "grow_prompt", {})).text == "grew a prompt"
+        assert hub.find_prompt("every:later") is not None
+
+
+async def test_servers_cancelled_with_their_task_group_end_without_waiting_out_stderr(
+    tmp_path: Path,
+) -> None:
+    specs = [stdio_spec(f"every{i}", "everything.py", **{MARK: "mark-quick"}) for i in range(3)]
+    hub = McpHub(specs, cwd=tmp_path)
+    async with anyio.create_task_group() as tg:
+        await tg.start(hub.run)
+        began = time.monotonic()
+        tg.cancel_scope.cancel()
+    took = time.monotonic() - began
+    assert processes_with_env(MARK, "mark-quick") == []
+    assert took < 1.0, f"closing took {took:.2f}s"  # it waited out STDERR_GRACE before

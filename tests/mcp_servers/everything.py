@@ -123,6 +123,19 @@ def build(name: str = "everything") -> MCPServer:
         return "grew"
 
     @server.tool()
+    async def grow_prompt(ctx: Context) -> str:
+        """Add a prompt and say so (notifications/prompts/list_changed)."""
+        from mcp.server.mcpserver.prompts.base import Prompt
+
+        def later(topic: str) -> str:
+            """A prompt added later."""
+            return f"Tell me about {topic}."
+
+        server.add_prompt(Prompt.from_function(later, name="later"))
+        await ctx.session.send_prompt_list_changed()
+        return "grew a prompt"
+
+    @server.tool()
     async def ask(ctx: Context) -> str:
         """Ask the user for a name and an age (elicitation)."""
         try:
@@ -155,6 +168,11 @@ def build(name: str = "everything") -> MCPServer:
     def env(name: str) -> str:
         """One environment variable of the server, or <unset>."""
         return os.environ.get(name, "<unset>")
+
+    @server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+    def environ() -> dict[str, str]:
+        """The server's whole environment."""
+        return dict(os.environ)
 
     @server.tool()
     def header(name: str, ctx: Context) -> str:

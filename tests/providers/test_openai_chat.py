@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -11,7 +10,6 @@ import pytest
 import respx
 from provider_support import (
     READ_FILE,
-    SSE,
     RecordingStream,
     collector,
     sent_body,
@@ -677,28 +675,3 @@ async def test_client_errors_are_not_retryable() -> None:
         await collect(make_provider())
 
     assert not caught.value.retryable
-
-
-CHAT_FIXTURES = sorted(
-    p.name for p in SSE.glob("*.sse") if not p.name.startswith(("anthropic_", "openai_responses_"))
-)
-
-
-@pytest.mark.parametrize("fixture", CHAT_FIXTURES, ids=str)
-def test_the_fast_text_path_yields_exactly_what_the_full_mapping_would(fixture: str) -> None:
-    from openai.types.chat import ChatCompletionChunk
-
-    from acp_agent.messages import TextDelta
-    from acp_agent.providers._openai_chat_mapping import ChunkMapper, plain_text
-
-    fast_taken = 0
-    for line in (SSE / fixture).read_text().splitlines():
-        if not line.startswith("data: {"):
-            continue
-        payload = json.loads(line.removeprefix("data: "))
-        text = plain_text(payload)
-        full = list(ChunkMapper().on_chunk(ChatCompletionChunk.construct(**payload)))
-        if text is not None:
-            fast_taken += 1
-            assert full == ([TextDelta(text)] if text else [])
-    assert fast_taken or "tool" in fixture or "reasoning" in fixture or "invalid" in fixture

@@ -10,6 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp_agent.messages import (
+    CommandInfo,
+    CommandsChanged,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionSummaryChunk,
     DiffContent,
     ImagePart,
     Location,
@@ -180,6 +185,20 @@ V1_RECORDS: list[Record] = [
 ]
 
 EXTRA_RECORDS: list[Record] = [
+    EventRecord(CompactionStarted("cmp-1")),
+    EventRecord(CompactionSummaryChunk("cmp-1", "Goals: fix café.py.")),
+    EventRecord(
+        CompactionFinished(
+            "cmp-1", "completed", summary="Goals: fix café.py.", summarised=12, share=0.84
+        )
+    ),
+    EventRecord(CompactionFinished("cmp-2", "failed", error="echo: overloaded")),
+    EventRecord(CompactionFinished("cmp-3", "cancelled")),
+    EventRecord(
+        CommandsChanged(
+            (CommandInfo("model", "Switch the model", "provider/model"), CommandInfo("mcp", "MCP"))
+        )
+    ),
     SessionHeader("plain", "/w", (), "2025-01-01T00:00:00.000000Z"),
     MessageRecord(Message("user", [TextPart("x" * 10_000)])),
     UsageRecord(cost_usd=3.0, used=1, estimated=True),

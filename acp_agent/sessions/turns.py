@@ -1,0 +1,236 @@
+"""One prompt turn of a session, built and run: the provider and settings its choices name
+(read anew for every model request), its tools, a host that shows the turn's events to the
+editor while the recorder writes them to the log, compaction when the context fills up;
+then the turn's end in the log, and a title after the first one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..child_env import child_environment
+from ..config import AgentConfig, ThoughtLevel
+from ..engine import ModelSettings, ModelSetup, Turn
+from ..messages import (
+    Message,
+    SessionInfoChanged,
+    TextPart,
+    TurnEvent,
+    TurnStopReason,
+)
+from ..providers.pool import ProviderPool
+from ..tools import Decision, PermissionQuestion, Tool, ToolContext
+from ..tools.permissions import PermissionMode, tools_for_mode
+from .channel import EditorLink, SessionChannel
+from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
+from .recorder import TurnRecorder
+from .records import (
+    PermissionsRecord,
+    TitleRecord,
+    TurnEndRecord,
+    UsageRecord,
+    utc_now,
+)
+from .servers import McpServers
+from .session import Session
+from .store import SessionLog
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are a coding agent working inside the user's editor. The working directory is {cwd}.
+Use the tools to look at files before you answer questions about them; refer to files by \
+absolute path. Be concise. Today is {today}."""
+
+TITLE_CHARS = 60
+SYNC_SECONDS = 2.0
+"""Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        config: AgentConfig,
+        link: EditorLink,
+        providers: ProviderPool,
+        servers: McpServers,
+        tools: Mapping[str, Tool[Any]],
+        *,
+        env: Mapping[str, str],
+        background: TaskGroup | None,
+    ) -> None:
+        self._config = config
+        self._link = link
+        self._providers = providers
+        self._servers = servers
+        self._tools = tools
+        self._env = env
+        self._background = background
+
+    async def run(self, session: Session, log: SessionLog, message: Message) -> TurnStopReason:
+        # An unknown model or a provider that fails to load fails the prompt before it
+        # joins the history.
+        await self.model_setup(session)
+        await self._servers.before_turn(session.id)
+        channel = self._link.channel(session.id)
+        recorder = TurnRecorder(log)
+        remembered = session.permissions.to_json()
+        host = _TurnHost(channel, recorder)
+        turn = Turn(
+            choices=_LiveChoices(self, session),
+            history=session.history,
+            tools=self._servers.tools(session.id, self._tools),
+            context=self._tool_context(session),
+            host=host,
+            max_turn_requests=self._config.max_turn_requests,
+            meter=session.usage,
+            memory=session.permissions,
+            context_guard=TurnCompaction(self._compactor(session, log, host.emit), host.emit),
+        )
+        stop: TurnStopReason = "cancelled"
+        try:
+            async with channel.streaming():
+                stop = await turn.run(message, uuid.uuid4().hex)
+        finally:
+            recorder.flush()
+            self._record_turn_end(session, log, stop, remembered)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SYNC_SECONDS):
+                await log.sync()
+                await self._after_turn(session, log, channel)
+        return stop
+
+    def _record_turn_end(
+        self, session: Session, log: SessionLog, stop: TurnStopReason, remembered: Any
+    ) -> None:
+        reading = session.usage.last
+        log.append(
+            UsageRecord(
+                session.usage.cost_usd,
+                reading.used if reading else None,
+                reading.estimated if reading else False,
+            )
+        )
+        if session.permissions.to_json() != remembered:
+            memory = session.permissions.to_json()
+            log.append(PermissionsRecord(tuple(memory["allowed"]), tuple(memory["rejected"])))
+        log.append(TurnEndRecord(stop, utc_now()))
+
+    async def _after_turn(self, session: Session, log: SessionLog, channel: SessionChannel) -> None:
+        """The first turn names the session; every turn marks it as active now."""
+        if session.title is None and (title := _title(session.history)) is not None:
+            session.title = title
+            log.append(TitleRecord(title))
+            summary = await log.update_summary(title=title)
+            await channel.emit(SessionInfoChanged(title=title, updated_at=summary.updated_at))
+        else:
+            await log.update_summary()
+
+    def _tool_context(self, session: Session) -> ToolContext:
+        return ToolContext(
+            session_id=session.id,
+            cwd=session.cwd,
+            roots=session.roots,
+            editor=self._link.editor(session.id),
+            state=session.tool_state,
+            shell_timeout=self._config.shell_timeout,
+            client_shows_terminal_stream=self._link.shows_terminal_stream,
+            background=self._background,
+            child_env=child_environment(self._env, self._config),
+        )
+
+    async def model_setup(self, session: Session) -> ModelSetup:
+        """The provider and settings for the session's next model request, from its current
+        choices (read anew for each request, so a switch applies mid-turn)."""
+        choice, _, model = self._config.find_model(session.model_choice)
+        provider = await self._providers.get(choice.split("/", 1)[0])
+        session.usage.prices = model.prices  # a switch keeps the cost so far
+        system = self._config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        return ModelSetup(
+            provider,
+            ModelSettings(
+                model=model.id,
+                system_prompt=system.format(cwd=session.cwd, today=datetime.date.today()),
+                context_window=model.context_window,
+                max_output_tokens=model.max_output_tokens,
+                thought_level=self.thought_level(session),
+            ),
+        )
+
+    def thought_level(self, session: Session) -> ThoughtLevel | None:
+        """The effort to ask for, or None when the session's model does not reason."""
+        model = self._config.find_model(session.model_choice)[2]
+        if not model.reasoning:
+            return None
+        return session.thought_level or model.thought_level
+
+    async def compact(self, session: Session, log: SessionLog, focus: str) -> bool:
+        """The older turns summarised now (`/compact [focus]`); False when there was nothing
+        to summarise."""
+        setup = await self.model_setup(session)
+        offered = tools_for_mode(self._servers.tools(session.id, self._tools), session.mode)
+        compactor = self._compactor(session, log, self._link.channel(session.id).emit)
+        try:
+            outcome = await compactor.on_demand(
+                setup, [tool.spec() for tool in offered.values()], focus or None
+            )
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SYNC_SECONDS):
+                await log.sync()
+        return outcome != "nothing"
+
+    def _compactor(self, session: Session, log: SessionLog, emit: Emit) -> Compactor:
+        policy = CompactionPolicy(
+            self._config.compaction_threshold, self._config.compaction_keep_turns
+        )
+        return Compactor(session, log, policy, emit)
+
+
+@dataclass(frozen=True, slots=True)
+class _LiveChoices:
+    """`engine.SessionChoices` of one session: the engine reads them at every step."""
+
+    runner: TurnRunner
+    session: Session
+
+    @property
+    def mode(self) -> PermissionMode:
+        return self.session.mode
+
+    async def model_setup(self) -> ModelSetup:
+        return await self.runner.model_setup(self.session)
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnHost:
+    """`engine.TurnHost` of one turn: events go to the log and to the editor."""
+
+    channel: SessionChannel
+    recorder: TurnRecorder
+
+    async def emit(self, event: TurnEvent) -> None:
+        self.recorder.observe(event)
+        await self.channel.emit(event)
+
+    async def ask_permission(self, question: PermissionQuestion) -> Decision:
+        return await self.channel.ask_permission(question)
+
+    def keep(self, message: Message, message_id: str | None) -> None:
+        self.recorder.keep(message, message_id)
+
+
+def _title(history: Sequence[Message]) -> str | None:
+    """The session's first prompt, cut to a short line."""
+    first = next((m for m in history if m.role == "user"), None)
+    text = " ".join(p.text for p in first.parts if isinstance(p, TextPart)) if first else ""
+    words = " ".join(text.split())
+    if not words:
+        return None
+    if len(words) <= TITLE_CHARS:
+        return words
+    cut = words[: TITLE_CHARS - 1].rsplit(" ", 1)[0] or words[: TITLE_CHARS - 1]
+    return cut + "…"
