@@ -5,6 +5,8 @@ fakes stamp when a request arrived and when its answer began."""
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,16 @@ def anthropic_provider(fake: FakeAnthropic) -> Provider:
     return create_provider("claude", config, {"ANTHROPIC_API_KEY": "bench-key"})
 
 
+@asynccontextmanager
+async def closing(provider: Provider) -> AsyncIterator[Provider]:
+    """The provider, its HTTP client closed on the way out: a client left for the garbage
+    collector closes its sockets on whatever event loop runs then (a later test's)."""
+    try:
+        yield provider
+    finally:
+        await provider.aclose()
+
+
 async def stream(provider: Provider, model: str, messages: list[Message]) -> list[StreamEvent]:
     events: list[StreamEvent] = []
     async with provider.stream(ModelRequest(model, "Be brief.", messages)) as found:
@@ -83,21 +95,24 @@ async def check_kinds(provider: Provider, model: str) -> None:
 @pytest.mark.parametrize("model", ["chat-model", "responses-model"])
 async def test_the_openai_fake_streams_every_kind_for_both_apis(model: str) -> None:
     with FakeLLM() as fake:
-        await check_kinds(openai_provider(fake), model)
+        async with closing(openai_provider(fake)) as provider:
+            await check_kinds(provider, model)
         paths = {exchange.path for exchange in fake.exchanges}
         assert paths == {"/v1/responses" if model == "responses-model" else "/v1/chat/completions"}
 
 
 async def test_the_anthropic_fake_streams_every_kind() -> None:
     with FakeAnthropic() as fake:
-        await check_kinds(anthropic_provider(fake), "claude")
+        async with closing(anthropic_provider(fake)) as provider:
+            await check_kinds(provider, "claude")
 
 
 async def test_the_fakes_stamp_arrival_and_first_byte_and_report_each_exchange() -> None:
     finished: list[Any] = []
     with FakeLLM() as fake:
         fake.on_finish = finished.append
-        await stream(openai_provider(fake), "chat-model", [Message("user", [TextPart("hi")])])
+        async with closing(openai_provider(fake)) as provider:
+            await stream(provider, "chat-model", [Message("user", [TextPart("hi")])])
 
     (exchange,) = finished
     assert exchange.outcome == "completed"
