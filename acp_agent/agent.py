@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -18,11 +18,13 @@ from typing import Any
 import anyio.to_thread
 
 from .config import AgentConfig
+from .credentials import CredentialsError
 from .mcp_bridge import McpServerSpec
 from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
 from .protocol.content import prompt_message
+from .protocol.handshake import auth_methods
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .protocol.updates import dump
 from .providers import AuthError, ProviderError
@@ -42,19 +44,52 @@ from .tools.permissions import MODES
 log = logging.getLogger(__name__)
 
 
+Logout = Callable[[], Awaitable[Sequence[str]]]
+"""Forgets the stored keys (and the providers made with them); returns the providers whose
+keys were forgotten."""
+
+
 class Agent:
     """Implements `protocol.methods.AcpAgent`."""
 
-    def __init__(self, config: AgentConfig, sessions: SessionManager, client: ClientProxy) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        sessions: SessionManager,
+        client: ClientProxy,
+        *,
+        logout: Logout | None = None,
+    ) -> None:
         self._config = config
         self._sessions = sessions
         self._client = client
+        self._logout = logout
 
     # --- connection ----------------------------------------------------------------------
 
     async def authenticate(self, request: s.AuthenticateRequest) -> Any:
-        # Credentials come from the environment or the config; nothing to exchange here.
+        # Keys come from the environment, the config or `acp-agent login` (which the editor
+        # runs in a terminal for the `terminal` method): nothing to exchange here.
+        offered = [method["id"] for method in auth_methods(self._client.capabilities)]
+        if request.method_id not in offered:
+            known = ", ".join(offered)
+            raise RpcError(
+                INVALID_PARAMS,
+                f"authenticate: unknown auth method {request.method_id!r}",
+                {"details": f"the auth methods offered in initialize are: {known}"},
+            )
         return dump(s.AuthenticateResponse())
+
+    async def logout(self, request: s.LogoutRequest) -> Any:
+        try:
+            forgotten = await self._logout() if self._logout is not None else ()
+        except CredentialsError as exc:
+            raise RpcError(INTERNAL_ERROR, f"logout: {exc}", {"details": str(exc)}) from None
+        if forgotten:
+            log.info("logout: forgot the stored keys of %s", ", ".join(forgotten))
+        else:
+            log.info("logout: no stored keys (keys from the environment or config stay)")
+        return dump(s.LogoutResponse())
 
     def cancel_all(self) -> None:
         self._sessions.cancel_all()
@@ -168,6 +203,8 @@ class Agent:
         message = prompt_message(request.prompt)
         with _session_errors():
             outcome = await self._sessions.prompt(request.session_id, message, place)
+        if outcome.mode_changed:
+            await self._announce_mode(self._sessions.get(request.session_id))
         if outcome.choices_changed:
             await self._announce_options(self._sessions.get(request.session_id))
         return dump(s.PromptResponse(stop_reason=outcome.stop_reason))
@@ -181,12 +218,15 @@ class Agent:
         with _session_errors():
             session = self._sessions.choose(request.session_id, request.config_id, request.value)
         if request.config_id == MODE:
+            # Clients that know only modes learn it here; the answer carries the options.
             await self._announce_mode(session)
         return dump(s.SetSessionConfigOptionResponse(config_options=self._config_options(session)))
 
     async def set_mode(self, request: s.SetSessionModeRequest) -> Any:
         with _session_errors():
             session = self._sessions.choose(request.session_id, MODE, request.mode_id)
+        # Both: a client may show the mode as a mode, as a config option, or both.
+        await self._announce_mode(session)
         await self._announce_options(session)
         return dump(s.SetSessionModeResponse())
 
@@ -236,7 +276,8 @@ def _session_errors() -> Iterator[None]:
     except ChoiceError as exc:
         raise RpcError(INVALID_PARAMS, str(exc)) from None
     except AuthError as exc:
-        raise RpcError(AUTH_REQUIRED, str(exc)) from None
+        # `details`: what clients that show only the data (Toad) put in front of the user.
+        raise RpcError(AUTH_REQUIRED, str(exc), {"details": str(exc)}) from None
     except ProviderError as exc:
         raise RpcError(INTERNAL_ERROR, str(exc)) from None
 

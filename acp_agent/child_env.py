@@ -105,11 +105,16 @@ def agent_key_variables(config: AgentConfig | None) -> frozenset[str]:
 
 
 def agent_secrets(config: AgentConfig, env: Mapping[str, str]) -> list[str]:
-    """The values of our own credentials: from the key variables and the config itself."""
+    """The values of our own credentials: from the key variables, the config itself and
+    the keys `acp-agent login` stored (which live in no variable, so no child gets them)."""
     values = [env[name] for name in agent_key_variables(config) if env.get(name)]
     for provider in config.providers.values():
-        if not isinstance(provider, EchoProviderConfig) and provider.api_key:
+        if isinstance(provider, EchoProviderConfig):
+            continue
+        if provider.api_key:
             values.append(provider.api_key)
+        if stored := provider.stored_key():
+            values.append(stored)
     return values
 
 

@@ -1,4 +1,5 @@
-"""`acp-agent` serves ACP on stdio; `acp-agent run PROMPT` drives it headless.
+"""`acp-agent` serves ACP on stdio; `acp-agent run PROMPT` drives it headless; `models`,
+`config` and `doctor` help set it up (`commands/`).
 
 This is the composition root: the one place that knows every room and wires them (the
 protocol server is handed a loader that builds the agent; nothing below imports upward).
@@ -18,10 +19,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__, logs
+from . import __version__, logs, paths
+from .login import add_login_commands, login_command, logout_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
 
     from anyio import CancelScope
     from anyio.abc import TaskGroup
@@ -29,42 +32,178 @@ if TYPE_CHECKING:
     from .protocol.client import ClientProxy
     from .protocol.server import Startup
 
+    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
 log = logging.getLogger("acp_agent")
 
-CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"  # as in config.py, which is too heavy to import here
+SERVE_HINT = (
+    "acp-agent: serving ACP on stdin/stdout for an editor to drive; to try it yourself, "
+    'run `acp-agent run "Say hello"` (Ctrl-D quits, --help lists the commands)'
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "run":
-        from .runner import run_headless
+    parser = _parser()
+    # Options go anywhere, before or after the command (`run --log-level debug`): the
+    # subcommands repeat them. Words argparse left over are the rest of a `run` prompt
+    # (`run fix the --yes tests` is the prompt "fix the tests" with --yes).
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "run" or any(word.startswith("-") and word != "-" for word in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.prompt = [*args.prompt, *extra]
+    match args.command:
+        case "run":
+            from .runner import run_headless
 
-        exit_code: int = run_headless(args)
-        return exit_code
+            return int(run_headless(args))
+        case "models":
+            from .commands import list_models
+
+            return list_models(args)
+        case "config":
+            from .commands import config_command
+
+            return config_command(args)
+        case "doctor":
+            from .commands import doctor
+
+            return doctor(args)
+        case "login":
+            return login_command(args)
+        case "logout":
+            return logout_command(args)
+    if _is_tty(sys.stdin):
+        print(SERVE_HINT, file=sys.stderr, flush=True)
     return _serve(args)
+
+
+def _is_tty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
+def _common_options(*, suppress: bool) -> argparse.ArgumentParser:
+    """Options every command takes. Under a command they default to SUPPRESS, so one given
+    before the command (`acp-agent --config F run ...`) is not reset by the command's own."""
+    common = argparse.ArgumentParser(
+        add_help=False, argument_default=argparse.SUPPRESS if suppress else None
+    )
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML config file (default: $ACP_AGENT_CONFIG, else ~/.config/acp-agent/config.toml "
+        "if it exists, else the environment)",
+    )
+    common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
+    common.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="how much to log (default: the config's log_level, else info)",
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="show tracebacks (and, for run, the agent's log on stderr)",
+    )
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-agent",
-        description="Any LLM API as a coding agent in editors that speak ACP.",
+        description="Any LLM API as a coding agent in editors that speak ACP. With no command, "
+        "serve ACP on stdin/stdout (what editors start).",
+        parents=[_common_options(suppress=False)],
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
-    parser.add_argument("--config", help="TOML config file (default: $ACP_AGENT_CONFIG, else env)")
-    parser.add_argument("--log-file", help="write logs here instead of stderr")
-    parser.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        help="how much to log (default: the config's log_level, else info)",
+    common = [_common_options(suppress=True)]
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_run(commands, common)
+    _add_models(commands, common)
+    _add_config(commands, common)
+    _add_doctor(commands, common)
+    add_login_commands(commands, common)
+    return parser
+
+
+def _add_run(commands: Subcommands, common: list[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run",
+        parents=common,
+        help="run one prompt headless and print the result",
+        description="Run one prompt headless: start the agent, send the prompt, print the "
+        "reply on stdout (tool calls and notices on stderr).",
     )
-    commands = parser.add_subparsers(dest="command")
-    run = commands.add_parser("run", help="run one prompt headless and print the result")
-    run.add_argument("prompt", nargs="+", help="the prompt text")
-    run.add_argument("--config", dest="run_config", help="TOML config file")
+    run.add_argument(
+        "prompt",
+        nargs="*",
+        metavar="PROMPT",
+        help="the prompt; several words are joined with spaces; `-` (or no prompt, with "
+        "stdin a pipe) reads it from stdin",
+    )
     run.add_argument("--cwd", default=None, help="session working directory (default: .)")
     run.add_argument("--yes", "-y", action="store_true", help="approve every permission request")
-    run.add_argument("--debug", action="store_true", help="show tracebacks and agent logs")
-    return parser
+    run.add_argument(
+        "--model", "-m", help="the model, 'provider/model' or a configured model id (see models)"
+    )
+    run.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text: the reply as it streams (default); json: one JSON object at the end; "
+        "stream-json: one JSON event per line as they happen",
+    )
+
+
+def _add_models(commands: Subcommands, common: list[argparse.ArgumentParser]) -> None:
+    models = commands.add_parser(
+        "models",
+        parents=common,
+        help="list the configured providers and models, and which have a key",
+    )
+    models.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _add_config(commands: Subcommands, common: list[argparse.ArgumentParser]) -> None:
+    from .commands import STARTER_PROVIDERS
+
+    config = commands.add_parser("config", parents=common, help="write or locate a config file")
+    actions = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    init = actions.add_parser(
+        "init",
+        parents=common,
+        help="write a commented starter config for a provider",
+        description="Write a commented starter config for PROVIDER to the user's config file "
+        "(or --path), which acp-agent then reads by default.",
+    )
+    init.add_argument(
+        "provider",
+        metavar="PROVIDER",
+        choices=STARTER_PROVIDERS,
+        help="one of: " + ", ".join(STARTER_PROVIDERS),
+    )
+    init.add_argument("--path", metavar="FILE", help="write here instead of the user's config")
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+    actions.add_parser("path", parents=common, help="print the config file acp-agent reads")
+
+
+def _add_doctor(commands: Subcommands, common: list[argparse.ArgumentParser]) -> None:
+    doctor = commands.add_parser(
+        "doctor",
+        parents=common,
+        help="check the config, keys, providers and client tools",
+        description="Check that the config is valid, keys are present, each provider answers "
+        "and the client tools are found. Exit 1 if a check failed.",
+    )
+    doctor.add_argument("--offline", action="store_true", help="do not contact the providers")
+    doctor.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds per provider check (default 5)"
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -73,7 +212,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .protocol.server import serve
     from .rpc.framing import FdSink, FdSource
 
-    config_path = args.config or os.environ.get(CONFIG_ENV_VAR) or None
+    config_path = paths.config_path(args.config)
     level, file = logs.settings_from_config(config_path)
     logs.configure(args.log_level or level or "info", args.log_file or file)
     frames_in, frames_out = _claim_stdio()
@@ -120,18 +259,25 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
     def load() -> Startup | str:
         importlib.import_module("acp_agent.protocol.schema")
         from .agent import Agent
+        from .catalog import with_catalog
         from .child_env import agent_secrets
         from .config import ConfigError, load_config
+        from .credentials import CredentialStore, StoredKeys, credentials_path
         from .providers import provider_module_for
         from .providers.pool import ProviderPool
         from .providers.usage import load_encoder
         from .sessions.manager import SessionManager
         from .sessions.store import SessionStore, default_state_dir
 
+        # Keys `acp-agent login` stored: each provider's last resort, looked up when needed.
+        credentials = CredentialStore(credentials_path(env))
         try:
-            config = load_config(config_path, env)
+            config = load_config(config_path, env, StoredKeys(credentials))
         except ConfigError as exc:
             return str(exc)
+        # Context windows, output limits and prices the config leaves unset, from the
+        # catalogs shipped as packages: ~0.3 s, paid here, after `initialize` was answered.
+        config = with_catalog(config)
         log.info("configuration: %s; default model %s", config.source, config.default_choice)
         _, provider, _ = config.find_model(config.default_choice)
         importlib.import_module(provider_module_for(provider))
@@ -145,16 +291,25 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         gc.freeze()
 
         def start(client: ClientProxy, background: TaskGroup) -> Agent:
+            providers = ProviderPool(config, env)
             sessions = SessionManager(
                 config,
                 client,
-                ProviderPool(config, env),
+                providers,
                 store,
                 env=env,
                 encoder=encoder,
                 background=background,
             )
-            return Agent(config, sessions, client)
+
+            async def logout() -> list[str]:
+                import anyio.to_thread
+
+                forgotten = await anyio.to_thread.run_sync(credentials.remove)
+                providers.forget_keys()
+                return forgotten
+
+            return Agent(config, sessions, client, logout=logout)
 
         return start
 

@@ -9,24 +9,33 @@ This module imports pydantic, so the server loads it after answering `initialize
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
     StrictBool,
     StrictFloat,
     StrictInt,
+    Tag,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
+
+from .local_addresses import is_local_url
+from .paths import config_path
 
 CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"
 MODEL_ENV_VAR = "ACP_AGENT_MODEL"
@@ -45,6 +54,53 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_PREFIXES = re.compile(
+    r"(?:sk-|sk_|sk-ant-|ghp_|gho_|github_pat_|xox[abp]-|AKIA|ASIA|AIza|gsk_|xai-|hf_|pplx-)"
+)
+
+
+def _key_variable(name: str | None) -> str | None:
+    """`api_key_env` must name a variable; a key pasted there is refused without being
+    repeated (the message never holds the value)."""
+    if name is None:
+        return None
+    mixed = any(c.islower() for c in name) and any(c.isupper() for c in name)
+    looks_like_key = (
+        _KEY_PREFIXES.match(name) is not None
+        or (len(name) >= 32 and mixed and any(c.isdigit() for c in name))
+        or (not _VARIABLE_NAME.fullmatch(name) and len(name) >= 16 and " " not in name)
+    )
+    if looks_like_key:
+        raise ValueError(
+            "this looks like an API key itself, not the name of the environment variable "
+            "that holds one: put the key in a variable (export MY_KEY=...) and write the "
+            'variable\'s name here, e.g. api_key_env = "OPENAI_API_KEY"'
+        )
+    if not _VARIABLE_NAME.fullmatch(name):
+        raise ValueError(
+            "not the name of an environment variable (letters, digits and _, not starting "
+            'with a digit), e.g. api_key_env = "OPENAI_API_KEY"'
+        )
+    return name
+
+
+KeyVariable = Annotated[str | None, AfterValidator(_key_variable)]
+
+
+class LongContextPrices(_Strict):
+    """The rates of a request whose input passes `above` tokens: they apply to all its
+    tokens, not just the excess (Anthropic's and Google's long-context prices)."""
+
+    above: StrictInt = Field(gt=0, description="Input tokens (cache included) past which.")
+    input: StrictFloat = Field(ge=0, description="Uncached input tokens.")
+    output: StrictFloat = Field(ge=0, description="Generated tokens, reasoning included.")
+    cache_read: StrictFloat | None = Field(None, ge=0, description="Input tokens read from cache.")
+    cache_write: StrictFloat | None = Field(
+        None, ge=0, description="Input tokens written to cache."
+    )
+
+
 class Prices(_Strict):
     """US dollars per million tokens."""
 
@@ -53,6 +109,9 @@ class Prices(_Strict):
     cache_read: StrictFloat | None = Field(None, ge=0, description="Input tokens read from cache.")
     cache_write: StrictFloat | None = Field(
         None, ge=0, description="Input tokens written to cache."
+    )
+    long_context: LongContextPrices | None = Field(
+        None, description="Higher rates for requests with a long input, if the model has them."
     )
 
 
@@ -78,6 +137,45 @@ class ModelConfig(_Strict):
     prices: Prices | None = Field(
         None, description="Token prices, to report the cost of a session."
     )
+    documents: StrictBool | None = Field(
+        None,
+        description="The model reads PDF documents (Anthropic `document` blocks, OpenAI file "
+        "inputs); a PDF for a model that does not gets a note instead. Unset: true for "
+        "anthropic and openai providers, false for other servers.",
+    )
+
+    # Filled in by `catalog.complete`: where each fact came from, and what the catalog noted.
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _notes: tuple[str, ...] = PrivateAttr(())
+    _images: bool | None = PrivateAttr(None)
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Where each fact (context_window, max_output_tokens, reasoning, prices)
+        came from: "config", "default", or the catalog entry ("models.dev openai/gpt-4.1");
+        empty until `acp_agent.catalog.with_catalog` has run."""
+        return dict(self._sources)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the catalog noted about this model (e.g. no prices for a local server)."""
+        return self._notes
+
+    @property
+    def images(self) -> bool | None:
+        """Whether the model reads images, says the catalog; None: unknown."""
+        return self._images
+
+
+_DOCUMENT_READERS = frozenset({"anthropic", "anthropic-bedrock", "anthropic-vertex", "openai"})
+"""Provider types whose models read PDFs unless their config says otherwise."""
+
+
+def _reads_documents(provider_type: str, models: tuple[ModelConfig, ...], model_id: str) -> bool:
+    model = next((model for model in models if model.id == model_id), None)
+    if model is not None and model.documents is not None:
+        return model.documents
+    return provider_type in _DOCUMENT_READERS
 
 
 class RetryConfig(_Strict):
@@ -123,7 +221,7 @@ class OpenAIProviderConfig(_Strict):
         None, description="API root, e.g. http://localhost:11434/v1; the vendor's if unset."
     )
     api_version: str | None = Field(None, description="Azure OpenAI only: the API version.")
-    api_key_env: str | None = Field(
+    api_key_env: KeyVariable = Field(
         None, description="Environment variable holding the API key (preferred over api_key)."
     )
     api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
@@ -134,6 +232,10 @@ class OpenAIProviderConfig(_Strict):
     )
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
     retry: RetryConfig = RetryConfig()
+
+    def reads_documents(self, model_id: str) -> bool:
+        """Whether the model is sent documents: its `documents`, else this type's default."""
+        return _reads_documents(self.type, self.models, model_id)
 
     @model_validator(mode="after")
     def _usable(self) -> OpenAIProviderConfig:
@@ -150,13 +252,20 @@ class OpenAIProviderConfig(_Strict):
             return env.get(self.api_key_env) or None
         return None
 
+    _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
+
+    def stored_key(self) -> str | None:
+        """The key `acp-agent login` stored for this provider (read when asked): the last
+        resort, after the config and the environment."""
+        return self._stored_key() if self._stored_key is not None else None
+
 
 class AnthropicProviderConfig(_Strict):
     """Anthropic's Messages API, directly or through Amazon Bedrock or Google Vertex AI."""
 
     type: Literal["anthropic", "anthropic-bedrock", "anthropic-vertex"]
     base_url: str | None = Field(None, description="API root; the vendor's if unset.")
-    api_key_env: str | None = Field(
+    api_key_env: KeyVariable = Field(
         None,
         description=(
             "Environment variable holding the API key (default ANTHROPIC_API_KEY); for Bedrock "
@@ -173,6 +282,10 @@ class AnthropicProviderConfig(_Strict):
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
     retry: RetryConfig = RetryConfig()
 
+    def reads_documents(self, model_id: str) -> bool:
+        """Whether the model is sent documents: its `documents`, else this type's default."""
+        return _reads_documents(self.type, self.models, model_id)
+
     @model_validator(mode="after")
     def _usable(self) -> AnthropicProviderConfig:
         if not self.models:
@@ -184,10 +297,122 @@ class AnthropicProviderConfig(_Strict):
             return self.api_key
         return env.get(self.api_key_env or "ANTHROPIC_API_KEY") or None
 
+    _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
+
+    def stored_key(self) -> str | None:
+        """The key `acp-agent login` stored for this provider (read when asked): the last
+        resort, after the config and the environment."""
+        return self._stored_key() if self._stored_key is not None else None
+
+
+class PluginProviderConfig(_Strict):
+    """A provider type an installed package adds (entry point group `acp_agent.providers`,
+    see `acp_agent.plugins`). A plugin with settings of its own subclasses this (its
+    `config_model`); these are the ones every provider has."""
+
+    type: str = Field(min_length=1, description="The plugin's provider type.")
+    base_url: str | None = Field(None, description="API root, if the plugin talks to one.")
+    api_key_env: KeyVariable = Field(
+        None, description="Environment variable holding the API key (preferred over api_key)."
+    )
+    api_key: str | None = Field(None, description="The API key itself; prefer api_key_env.")
+    models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
+    retry: RetryConfig = RetryConfig()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _by_plugin(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Validate the section with the plugin's own model (importing the plugin)."""
+        if cls is not PluginProviderConfig or not isinstance(data, dict):
+            return handler(data)
+        from . import plugins
+
+        provider_type = data.get("type")
+        if not isinstance(provider_type, str) or not provider_type:
+            raise ValueError(f"type: missing; {_valid_types()}")
+        if plugins.find(provider_type) is None:
+            raise ValueError(
+                f"unknown provider type {provider_type!r}; {_valid_types(provider_type)}"
+            )
+        try:
+            plugin = plugins.load(provider_type)
+        except plugins.PluginError as exc:
+            broken = BrokenPluginConfig.model_validate(data)
+            broken._load_error = str(exc)
+            return broken
+        if plugin.config_model is None:
+            return handler(data)
+        return plugin.config_model.model_validate(data)
+
+    @property
+    def load_error(self) -> str | None:
+        """Why the plugin cannot be used; None when it loaded."""
+        return None
+
+    def resolve_api_key(self, env: Mapping[str, str]) -> str | None:
+        if self.api_key:
+            return self.api_key
+        return env.get(self.api_key_env) or None if self.api_key_env else None
+
+    def stored_key(self) -> str | None:
+        """Plugins keep their own keys: none is stored by `acp-agent login` for them."""
+        return None
+
+
+class BrokenPluginConfig(PluginProviderConfig):
+    """The section of a provider whose plugin failed to load: kept (its keys unchecked), so
+    the other providers still work and its models say why they cannot be used."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    _load_error: str = PrivateAttr("the plugin failed to load")
+
+    @property
+    def load_error(self) -> str | None:
+        return self._load_error
+
+
+BUILTIN_PROVIDER_TYPES: dict[str, str] = {
+    "echo": "echo",
+    "openai": "openai",
+    "openai-compatible": "openai",
+    "azure-openai": "openai",
+    "anthropic": "anthropic",
+    "anthropic-bedrock": "anthropic",
+    "anthropic-vertex": "anthropic",
+}
+"""The built-in provider types, each with the tag of its config model."""
+
+
+def _provider_tag(value: Any) -> str:
+    provider_type = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return (
+        BUILTIN_PROVIDER_TYPES.get(provider_type, "plugin")
+        if isinstance(provider_type, str)
+        else "plugin"
+    )
+
+
+def _valid_types(wrong: str | None = None) -> str:
+    import difflib
+
+    from . import plugins
+
+    added = sorted(plugins.installed())
+    known = [*BUILTIN_PROVIDER_TYPES, *added]
+    close = difflib.get_close_matches(wrong, known, n=1) if wrong else []
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    listed = ", ".join(BUILTIN_PROVIDER_TYPES)
+    if added:
+        listed += "; from installed plugins: " + ", ".join(added)
+    return f"{hint}the valid types are {listed}"
+
 
 ProviderConfig = Annotated[
-    EchoProviderConfig | OpenAIProviderConfig | AnthropicProviderConfig,
-    Field(discriminator="type"),
+    Annotated[EchoProviderConfig, Tag("echo")]
+    | Annotated[OpenAIProviderConfig, Tag("openai")]
+    | Annotated[AnthropicProviderConfig, Tag("anthropic")]
+    | Annotated[PluginProviderConfig, Tag("plugin")],
+    Discriminator(_provider_tag),
 ]
 
 
@@ -308,6 +533,13 @@ class AgentConfig(_Strict):
     shell_timeout: StrictFloat = Field(
         120.0, gt=0, le=86_400, description="Seconds a shell command may run before it is killed."
     )
+    mention_max_bytes: StrictInt = Field(
+        256 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="Bytes of a mentioned file (`@file` in the editor) given to the model; a "
+        "longer file is cut there, with a note saying how to read on.",
+    )
     log_file: str | None = Field(None, description="Write logs here instead of stderr.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Least severe log messages written."
@@ -391,13 +623,22 @@ class AgentConfig(_Strict):
         return self.default_model or self.model_choices()[0][0]
 
 
-def load_config(path: str | None, env: Mapping[str, str] | None = None) -> AgentConfig:
-    """The config file at `path` (or `$ACP_AGENT_CONFIG`), else one derived from `env`."""
+def load_config(
+    path: str | None,
+    env: Mapping[str, str] | None = None,
+    stored: Mapping[str, str] | None = None,
+) -> AgentConfig:
+    """The config file at `path` (or `$ACP_AGENT_CONFIG`, or the user's config file if it
+    exists: `acp_agent.paths`), else one derived from `env`.
+
+    `stored`: the keys `acp-agent login` stored, by provider name (`credentials.py`, looked
+    up live): each provider falls back on its own when neither the config nor `env` gives
+    a key, and without a config file a stored key makes its provider appear."""
     env = os.environ if env is None else env
-    path = path or env.get(CONFIG_ENV_VAR) or None
+    path = config_path(path, env)
     if path is None:
-        return config_from_env(env)
-    return load_config_file(Path(path))
+        return config_from_env(env, stored)
+    return with_stored_keys(load_config_file(Path(path)), stored)
 
 
 def load_config_file(path: Path) -> AgentConfig:
@@ -412,48 +653,66 @@ def load_config_file(path: Path) -> AgentConfig:
     try:
         config = AgentConfig.model_validate(data).from_source(str(path))
     except ValidationError as exc:
-        raise ConfigError(_describe_validation_error(path, exc)) from None
+        from ._config_errors import describe_validation_error
+
+        raise ConfigError(describe_validation_error(path, exc, data)) from None
     return config
 
 
-def config_from_env(env: Mapping[str, str]) -> AgentConfig:
-    """Providers for the API keys found in `env`; the offline echo provider if none.
+def config_from_env(env: Mapping[str, str], stored: Mapping[str, str] | None = None) -> AgentConfig:
+    """Providers for the API keys found in `env` or stored by `acp-agent login` (`stored`);
+    the offline echo provider if none.
 
     `ACP_AGENT_MODEL` names the model of the first provider found (OpenAI before Anthropic).
     """
     chosen = env.get(MODEL_ENV_VAR) or None
     providers: dict[str, ProviderConfig] = {}
-    if env.get("OPENAI_API_KEY"):
+    logged_in = [name for name in ("openai", "anthropic") if stored and stored.get(name)]
+    # A local server (Ollama, LM Studio, vLLM) needs no key: its address is enough.
+    local_server = is_local_url(env.get("OPENAI_BASE_URL"))
+    if env.get("OPENAI_API_KEY") or "openai" in logged_in or local_server:
         providers["openai"] = OpenAIProviderConfig(
             type="openai",
             base_url=env.get("OPENAI_BASE_URL") or None,
             api_key_env="OPENAI_API_KEY",
             models=(ModelConfig(id=chosen or DEFAULT_OPENAI_MODEL),),
         )
-    if env.get("ANTHROPIC_API_KEY"):
+    if env.get("ANTHROPIC_API_KEY") or "anthropic" in logged_in:
         model = (not providers and chosen) or DEFAULT_ANTHROPIC_MODEL
         providers["anthropic"] = AnthropicProviderConfig(
             type="anthropic",
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
             api_key_env="ANTHROPIC_API_KEY",
-            models=(ModelConfig(id=model, context_window=200_000, reasoning=True),),
+            models=(ModelConfig(id=model),),  # its facts come from the catalog
         )
     if providers:
-        keys = " and ".join(f"{name.upper()}_API_KEY" for name in providers)
-        return AgentConfig(providers=providers).from_source(f"environment ({keys})")
+        keys = " and ".join(_key_source(name, env, logged_in) for name in providers)
+        config = AgentConfig(providers=providers).from_source(f"environment ({keys})")
+        return with_stored_keys(config, stored)
     echo = EchoProviderConfig(type="echo")
     return AgentConfig(providers={"echo": echo}).from_source("built-in echo (no API key found)")
 
 
-def _describe_validation_error(path: Path, exc: ValidationError) -> str:
-    lines = [f"{path}: invalid configuration"]
-    for error in exc.errors():
-        loc = list(error["loc"])
-        if len(loc) > 2 and loc[0] == "providers":
-            del loc[2]  # the `type` tag pydantic adds for the discriminated union
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown key"
-        key = ".".join(str(part) for part in loc)
-        lines.append(f"  {key}: {message}" if key else f"  {message}")
-    return "\n".join(lines)
+def _key_source(name: str, env: Mapping[str, str], logged_in: list[str]) -> str:
+    """Where the environment-derived provider `name` gets its key, for the log."""
+    variable = f"{name.upper()}_API_KEY"
+    if env.get(variable):
+        return variable
+    if name in logged_in:
+        return f"the {name} key from `acp-agent login`"
+    url = env.get(f"{name.upper()}_BASE_URL")
+    return f"{name.upper()}_BASE_URL={url}, a local server: no key needed, a placeholder is sent"
+
+
+def with_stored_keys(config: AgentConfig, stored: Mapping[str, str] | None) -> AgentConfig:
+    """`config`, its providers falling back on the keys in `stored` (looked up when asked)."""
+    if stored is None:
+        return config
+    for name, provider in config.providers.items():
+        if isinstance(provider, OpenAIProviderConfig | AnthropicProviderConfig):
+            provider._stored_key = functools.partial(_lookup, stored, name)
+    return config
+
+
+def _lookup(stored: Mapping[str, str], name: str) -> str | None:
+    return stored.get(name) or None

@@ -20,10 +20,10 @@ from pydantic import ValidationError
 from .config import ThoughtLevel
 from .messages import (
     INVALID_JSON_KEY,
-    Location,
     Message,
     MessageChunk,
     ModelStopReason,
+    Notice,
     Part,
     RetryNotice,
     Stop,
@@ -36,6 +36,7 @@ from .messages import (
     ToolCallPart,
     ToolCallStarted,
     ToolCallUpdated,
+    ToolContent,
     ToolKind,
     ToolResultPart,
     TurnEvent,
@@ -51,6 +52,7 @@ from .tools import (
     Tool,
     ToolContext,
     ToolFailed,
+    TurnCancelled,
 )
 from .tools.permissions import (
     PermissionMemory,
@@ -68,6 +70,8 @@ CUT_OFF_RESULT = (
 )
 # Time allowed to report a tool call's end after the turn was cancelled.
 CLEANUP_SECONDS = 0.5
+# Time allowed to work out what a tool call will do (read the file an edit changes).
+PREVIEW_SECONDS = 10.0
 
 
 class TurnHost(Protocol):
@@ -141,6 +145,8 @@ class Turn:
 
     _answered: list[ToolResultPart] = field(default_factory=list, init=False)
     """Results of the tool round under way, kept as one message when it ends."""
+    _window: int | None = field(default=None, init=False)
+    """The context window of the model last called."""
 
     async def run(self, prompt: Message, prompt_id: str | None = None) -> TurnStopReason:
         self._keep(prompt, prompt_id)
@@ -176,6 +182,7 @@ class Turn:
             raise
         finally:
             self._answer_open_tool_calls(not_run)
+            await self._report_context()
 
     def _pending_calls(self) -> list[ToolCallPart]:
         """The tool calls of the reply just received (none when it was not kept)."""
@@ -193,10 +200,21 @@ class Turn:
             self._keep(results)
         self._answered = []
 
+    async def _report_context(self) -> None:
+        """The context the next request would carry, when the turn changed the history
+        after its last model call (tool results, also of a cancelled round)."""
+        window = self._window
+        reading = self.meter.after_change(self.history) if window is not None else None
+        if window is None or reading is None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_SECONDS):
+            await self.host.emit(UsageUpdated(reading.used, window, reading.cost_usd))
+
     # --- model calls ---------------------------------------------------------------------
 
     async def _call_model(self) -> ModelStopReason:
         setup = await self.choices.model_setup()
+        self._window = setup.settings.context_window
         request = self._request(setup)
         guard = self.context_guard
         if guard is not None and await guard.fit(self.history, request, setup):
@@ -227,6 +245,7 @@ class Turn:
         reply_id, thought_id = _new_id(), _new_id()
         stop: ModelStopReason | None = None
         reported: Usage | None = None
+        finished = False
         try:
             async with setup.provider.stream(request) as events:
                 async for event in events:
@@ -246,22 +265,28 @@ class Turn:
                             stop = reason
                         case RetryNotice(restarts_reply=True):
                             # The partial reply stays on screen but not in the history:
-                            # the model answers again from the start.
+                            # the model answers again from the start, in a new message.
+                            if reply.has_text:
+                                await self.host.emit(MessageChunk("\n\n", reply_id))
+                            await self.host.emit(_restart_notice(event, reply_id))
                             reply, stop, reported = _ReplyBuilder(), None, None
-                            notice = _describe_restart(event)
-                            await self.host.emit(MessageChunk(notice, reply_id))
                             reply_id, thought_id = _new_id(), _new_id()
                         case RetryNotice():
-                            await self.host.emit(ThoughtChunk(_describe_retry(event), thought_id))
+                            await self.host.emit(retry_notice(event))
                         case _:
                             pass  # tool call start / argument deltas: shown once complete
+            finished = True
         finally:
             # Whatever ended the call (stop, error, cancellation), keep what was streamed.
             message = reply.message()
             if message.parts:
                 self._keep(message, reply_id)
             reading = self.meter.after_call(
-                self.history, reported, system=request.system, tools=request.tools
+                self.history,
+                reported,
+                system=request.system,
+                tools=request.tools,
+                finished=finished,
             )
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_SECONDS):
                 await self.host.emit(
@@ -293,10 +318,22 @@ class Turn:
             await self._announce(call, tool.name, tool.kind)
             return await self._fail(call, str(exc))
         context = replace(self.context, tool_call_id=call.id, emit=self.host.emit)
-        title = tool.title(params, context)
-        await self._announce(call, title, tool.kind, tool.locations(params, context))
+        # What the call will do, shown from the start and in the permission request; not
+        # worked out for a call that will be refused without asking.
+        refused = decide(tool, params, context, self.choices.mode, self.memory) == "reject"
+        preview = () if refused else await _preview(tool, params, context)
+        started = ToolCallStarted(
+            call.id,
+            tool.title(params, context),
+            tool.kind,
+            raw_input=call.arguments,
+            locations=tool.locations(params, context),
+            content=preview,
+            name=call.name,
+        )
+        await self.host.emit(started)
         try:
-            return await self._permit_and_run(call, tool, params, context, title)
+            return await self._permit_and_run(call, tool, params, context, started)
         except anyio.get_cancelled_exc_class():
             # Cancelled while asking or running: the call must not stay pending on screen.
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
@@ -306,8 +343,14 @@ class Turn:
             raise
 
     async def _permit_and_run(
-        self, call: ToolCallPart, tool: Tool[Any], params: Any, context: ToolContext, title: str
+        self,
+        call: ToolCallPart,
+        tool: Tool[Any],
+        params: Any,
+        context: ToolContext,
+        started: ToolCallStarted,
     ) -> ToolResultPart:
+        # Decided now, after the preview: a mode switch meanwhile applies to this call.
         verdict = decide(tool, params, context, self.choices.mode, self.memory)
         if verdict == "reject":
             if self.choices.mode == "read-only" and not tool.read_only:
@@ -317,10 +360,13 @@ class Turn:
             decision = await self.host.ask_permission(
                 PermissionQuestion(
                     call.id,
-                    title,
+                    started.title,
                     tool.kind,
                     call.arguments,
                     always_scope=self.memory.describe(tool, params, context),
+                    name=call.name,
+                    content=started.content,
+                    locations=started.locations,
                 )
             )
             if decision == "cancelled":
@@ -337,27 +383,34 @@ class Turn:
             outcome = await tool.run(params, context)
         except ToolFailed as exc:
             return await self._fail(call, str(exc))
+        except TurnCancelled as exc:
+            # The user stopped the turn from the tool (dismissed its question): as after a
+            # cancelled permission request, the call fails and the turn ends `cancelled`.
+            await self._fail(call, str(exc) or "Cancelled.")
+            raise _PermissionCancelled from None
         except Exception as exc:
             # A bug or an unexpected client reply: the user and the model both hear of it,
             # and the turn goes on.
             log.exception("tool %s failed", tool.name)
             return await self._fail(call, f"{tool.name} failed: {type(exc).__name__}: {exc}")
+        # A failed outcome (a command that exited non-zero) fails on screen only: the model
+        # reads it as a normal result.
         await self.host.emit(
             ToolCallUpdated(
                 call.id,
-                status="completed",
+                status="failed" if outcome.failed else "completed",
                 title=outcome.title,
                 content=outcome.display or None,
                 locations=outcome.locations or None,
+                raw_output=outcome.raw_output,
             )
         )
         return ToolResultPart(call.id, outcome.model_parts or (TextPart(outcome.model_text),))
 
-    async def _announce(
-        self, call: ToolCallPart, title: str, kind: ToolKind, locations: tuple[Location, ...] = ()
-    ) -> None:
+    async def _announce(self, call: ToolCallPart, title: str, kind: ToolKind) -> None:
+        """A call that will not run (an unknown tool, bad arguments), about to fail."""
         await self.host.emit(
-            ToolCallStarted(call.id, title, kind, raw_input=call.arguments, locations=locations)
+            ToolCallStarted(call.id, title, kind, raw_input=call.arguments, name=call.name)
         )
 
     def _offered(self) -> dict[str, Tool[Any]]:
@@ -389,14 +442,35 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
+async def _preview(tool: Tool[Any], params: Any, context: ToolContext) -> tuple[ToolContent, ...]:
+    """`tool.preview`, or nothing when it fails or the editor is slow to answer: the run
+    reports the failure (after the user's consent: a preview's error could tell the model
+    about a file it may not read).
+
+    A call that touches a path outside the session roots is not previewed: before the
+    user's consent nothing there is read, not even for the user's eyes.
+    """
+    if not all(context.inside_roots(path) for path in tool.paths(params, context)):
+        return ()
+    with anyio.move_on_after(PREVIEW_SECONDS):
+        try:
+            return await tool.preview(params, context)
+        except Exception as exc:
+            log.debug("no preview for %s: %s", tool.name, exc)
+    return ()
+
+
 class _PermissionCancelled(Exception):
-    """The client answered a permission request `cancelled`: the turn ends, cancelled."""
+    """The client answered a permission request `cancelled` (or a tool's question was
+    dismissed, `TurnCancelled`): the turn ends, cancelled."""
 
 
-def _describe_retry(notice: RetryNotice) -> str:
-    return (
-        f"[{notice.provider}: {notice.reason}; retrying in {notice.delay:.1f}s "
-        f"(attempt {notice.attempt + 1} of {notice.max_attempts})]\n"
+def retry_notice(retry: RetryNotice) -> Notice:
+    """A retry wait, as the user is told of it."""
+    return Notice(
+        f"{retry.provider}: {retry.reason}",
+        f"retrying in {retry.delay:.1f}s (attempt {retry.attempt + 1} of {retry.max_attempts})",
+        "warning",
     )
 
 
@@ -404,11 +478,14 @@ def _read_only_refusal(tool: Tool[Any]) -> str:
     return f"Not run: {tool.name} changes things, and the session is in read-only mode."
 
 
-def _describe_restart(notice: RetryNotice) -> str:
-    return (
-        f"\n\n[{notice.provider}: the reply broke off ({notice.reason}); asking again in "
-        f"{notice.delay:.1f}s (attempt {notice.attempt + 1} of {notice.max_attempts}). "
-        "The reply starts over below.]\n\n"
+def _restart_notice(retry: RetryNotice, reply_id: str) -> Notice:
+    """Shown in the reply it voids to clients without notices (as it always was)."""
+    return Notice(
+        f"{retry.provider}: the reply broke off ({retry.reason})",
+        f"asking again in {retry.delay:.1f}s (attempt {retry.attempt + 1} of "
+        f"{retry.max_attempts}). The reply starts over below.",
+        "warning",
+        message_id=reply_id,
     )
 
 
@@ -442,6 +519,10 @@ class _ReplyBuilder:
         self._text: list[str] = []
         self._thinking: list[str] = []
         self._thinking_data: dict[str, Any] | None = None
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self._text) or any(isinstance(p, TextPart) for p in self.parts)
 
     def add_text(self, text: str) -> None:
         self._flush_thinking()

@@ -10,6 +10,7 @@ Plain dataclasses only: no ACP types, no vendor types. Three families live here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -28,6 +29,40 @@ class ImagePart:
     data: str
     """Base64-encoded bytes."""
     mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentPart:
+    """A document (a PDF) for the model to read. Models that take documents get it as the
+    vendor's document input; others get a note naming it instead."""
+
+    data: str
+    """Base64-encoded bytes."""
+    mime_type: str
+    name: str
+    """Where it came from (a file name or URI), for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLinkPart:
+    """A resource the user mentioned (`@file` in the editor, a `resource_link` in the
+    prompt): the link as the user typed it, and what was read for the model.
+
+    The model reads the link where the user put it and, after the message's own parts,
+    `context` (see `model_parts`); a replayed session shows the link.
+    """
+
+    uri: str
+    name: str
+    mime_type: str | None = None
+    context: tuple[TextPart | ImagePart | DocumentPart, ...] | None = None
+    """What the mention gave the model: the file with its path and range, a directory
+    listing, an image or document, or a note saying why nothing was read. None: not read
+    (a link of another scheme): the model has the link alone."""
+
+    @property
+    def link(self) -> str:
+        return f"[@{self.name}]({self.uri})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +94,46 @@ class ToolResultPart:
         return "\n".join(part.text for part in self.content if isinstance(part, TextPart))
 
 
-Part: TypeAlias = TextPart | ImagePart | ThinkingPart | ToolCallPart | ToolResultPart
+Part: TypeAlias = (
+    TextPart
+    | ImagePart
+    | DocumentPart
+    | ResourceLinkPart
+    | ThinkingPart
+    | ToolCallPart
+    | ToolResultPart
+)
+
+
+def model_parts(parts: Sequence[Part]) -> Sequence[Part]:
+    """A user message's parts as the model reads them: each mention is its link where the
+    user typed it (joined to the text around it), and what was read for the mentions
+    follows the message's own parts. Parts without mentions come back as they are."""
+    if not any(isinstance(part, ResourceLinkPart) for part in parts):
+        return parts
+    typed: list[Part] = []
+    read: list[Part] = []
+    previous: Part | None = None
+    for part in parts:
+        if isinstance(part, ResourceLinkPart):
+            read.extend(part.context or ())
+            if isinstance(previous, TextPart):
+                typed[-1] = TextPart(_text_of(typed[-1]) + part.link)
+            elif isinstance(previous, ResourceLinkPart):
+                typed[-1] = TextPart(f"{_text_of(typed[-1])} {part.link}")
+            else:
+                typed.append(TextPart(part.link))
+        elif isinstance(part, TextPart) and isinstance(previous, ResourceLinkPart):
+            typed[-1] = TextPart(_text_of(typed[-1]) + part.text)
+        else:
+            typed.append(part)
+        previous = part
+    return typed + read
+
+
+def _text_of(part: Part) -> str:
+    assert isinstance(part, TextPart)
+    return part.text
 
 
 @dataclass(slots=True)
@@ -223,7 +297,7 @@ class ThoughtChunk:
 class UserMessageChunk:
     """A part of a user's prompt, shown again when a session is loaded."""
 
-    part: TextPart | ImagePart
+    part: TextPart | ImagePart | ResourceLinkPart | DocumentPart
     message_id: str | None = None
 
 
@@ -236,6 +310,10 @@ class ToolCallStarted:
     raw_input: dict[str, Any] | None = None
     locations: tuple[Location, ...] = ()
     content: tuple[ToolContent, ...] = ()
+    """For an edit or a command, what it will do (a diff, the command line), shown before
+    the user is asked."""
+    name: str | None = None
+    """The tool's name as the model called it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +404,31 @@ class CompactionFinished:
     """The part of the context window the conversation took when compaction began."""
 
 
+NoticeSeverity: TypeAlias = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Live information for the user that is not part of the conversation: a retry wait, a
+    provider fallback, a local server that refused. Shown as it happens (an ACP `notice`
+    to clients that advertise `session.notices`, else one bracketed line of its own in the
+    thoughts), never stored for replay.
+
+    The line clients without notices see is `[title; description]`: write `title` to stand
+    alone ("openai: rate limited") and `description` as what follows from it ("retrying in
+    2.0s (attempt 2 of 5)").
+    """
+
+    title: str
+    """Plain text, one line, not empty."""
+    description: str | None = None
+    """Plain text: detail or guidance."""
+    severity: NoticeSeverity = "info"
+    message_id: str | None = None
+    """When set, clients without notices see the line inside this agent message rather than
+    in the thoughts: where it explains the message's text (a reply that starts over)."""
+
+
 TurnEvent: TypeAlias = (
     MessageChunk
     | ThoughtChunk
@@ -339,6 +442,7 @@ TurnEvent: TypeAlias = (
     | CompactionStarted
     | CompactionSummaryChunk
     | CompactionFinished
+    | Notice
 )
 
 # --- asking the user ---------------------------------------------------------------------

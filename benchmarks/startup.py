@@ -13,6 +13,7 @@ resident memory (VmRSS) right after `initialize` answered.
     uv run python benchmarks/startup.py               # 10 runs of .venv/bin/acp-agent
     uv run python benchmarks/startup.py --via both    # the console script and `python -m`
     uv run python benchmarks/startup.py --check       # exit 1 if a target is missed
+    uv run python benchmarks/startup.py --via uvx     # the built wheel through `uvx --from`
     uv run python benchmarks/startup.py --memory      # resident memory per provider path
 
 `--memory` measures memory instead, per API family (Chat Completions, the Responses API,
@@ -287,7 +288,12 @@ def measure_once(command: list[str], env: dict[str, str], cwd: Path, log: TextIO
 # --- the report -----------------------------------------------------------------------------
 
 
-def agent_commands(via: str) -> list[tuple[str, list[str]]]:
+def agent_commands(via: str, workdir: Path | None = None) -> list[tuple[str, list[str]]]:
+    if via == "uvx":
+        wheel = build_wheel(workdir or Path(tempfile.mkdtemp(prefix="acp-bench-")))
+        # The CPU and RSS columns are then uvx's own process, which waits for the agent.
+        label = f"uvx --from {wheel.name} acp-agent (CPU, RSS: uvx's)"
+        return [(label, ["uvx", "--from", str(wheel), "acp-agent"])]
     module = ("python -m acp_agent", [sys.executable, "-m", "acp_agent"])
     script = (f"{CONSOLE_SCRIPT.relative_to(ROOT)}", [str(CONSOLE_SCRIPT)])
     if via == "module":
@@ -298,6 +304,29 @@ def agent_commands(via: str) -> list[tuple[str, list[str]]]:
         print(f"note: {CONSOLE_SCRIPT} not found; measuring `python -m acp_agent` only")
         return [module]
     return [script] if via == "script" else [script, module]
+
+
+def build_wheel(workdir: Path) -> Path:
+    """The project's wheel, built now: what `uvx acp-llm-agent` would run once released.
+
+    uvx installs it (its dependencies from the registry) on the first, warm-up run and
+    reuses its cached environment after that, as it does for an editor's every start."""
+    out = workdir / "dist"
+    try:
+        subprocess.run(
+            ["uv", "build", "--wheel", "--out-dir", str(out)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", "") or exc
+        raise BenchmarkError(f"cannot build the wheel with uv: {detail}") from None
+    wheels = sorted(out.glob("*.whl"))
+    if not wheels:
+        raise BenchmarkError(f"uv build wrote no wheel to {out}")
+    return wheels[-1]
 
 
 def agent_env(base_url: str) -> dict[str, str]:
@@ -452,10 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--via",
-        choices=("script", "module", "both"),
+        choices=("script", "module", "both", "uvx"),
         default="script",
         help="start .venv/bin/acp-agent (what editors run; the default), python -m acp_agent, "
-        "or both",
+        "both, or the freshly built wheel through `uvx --from WHEEL acp-agent` (run at least "
+        "one warm-up: the first run installs it)",
     )
     parser.add_argument(
         "--agent-log", type=Path, help="file for the agents' stderr (default: a temporary file)"
@@ -542,7 +572,7 @@ def run_all(args: argparse.Namespace, log: TextIO, workdir: Path) -> list[Series
     try:
         env = agent_env(fake.base_url)
         all_series = []
-        for label, command in agent_commands(args.via):
+        for label, command in agent_commands(args.via, workdir):
             series = Series(label, command)
             for number in range(args.warmup + args.runs):
                 log.write(f"\n===== {label}: run {number + 1} =====\n")

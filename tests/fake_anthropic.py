@@ -1,6 +1,7 @@
 """A fake Anthropic Messages API server for end-to-end tests and benchmarks.
 
 Standard library only (plus the shared plumbing of its sibling `fake_server.py`). It serves
+`GET /v1/models` (one model; what `acp-agent login` checks a key with) and
 `POST /v1/messages` on 127.0.0.1, streaming (`"stream": true`) exactly as Anthropic frames
 it: HTTP/1.1 chunked, `event: NAME\\ndata: {json}\\n\\n` server-sent events in the order
 
@@ -296,7 +297,15 @@ class _Handler(FakeHandler):
         self._serve(None, self._get)
 
     def _get(self, exchange: AnthropicExchange, body: None) -> None:
-        self._error(exchange, 404, "not_found_error", "Not found")
+        fake = self.server.fake
+        if self.path.split("?")[0].rstrip("/") != "/v1/models":
+            self._error(exchange, 404, "not_found_error", "Not found")
+        elif fake.api_key is not None and exchange.api_key != fake.api_key:
+            self._error(exchange, 401, "authentication_error", "invalid x-api-key")
+        else:
+            model = {"type": "model", "id": "claude-fake", "display_name": "Claude Fake"}
+            page = {"data": [model], "has_more": False, "first_id": "claude-fake"}
+            self._send_json(exchange, 200, page)
 
     def _gone(self, exchange: AnthropicExchange) -> None:
         self.close_connection = True

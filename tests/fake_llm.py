@@ -193,6 +193,9 @@ class FakeLLM(FakeServer[Exchange]):
     def __init__(self, host: str = DEFAULT_HOST, port: int = 0, *, verbose: bool = False) -> None:
         super().__init__(host, port, verbose=verbose)
         self._sends: dict[str, int] = {}
+        self.models_keys: set[str] | None = None
+        """When set, `GET /models` answers 401 (quoting the key, as OpenAI does) to a key
+        not in it: what `acp-agent login` checks a key with."""
 
     @property
     def handler(self) -> type[_Handler]:
@@ -258,6 +261,11 @@ class _Handler(FakeHandler):
 
     def _get(self, exchange: Exchange, body: None) -> None:
         if self.path.rstrip("/").endswith("/models"):
+            keys = self.server.fake.models_keys
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            if keys is not None and key not in keys:
+                self._send_status(exchange, 401, {}, None)
+                return
             models = {
                 "object": "list",
                 "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}],

@@ -253,7 +253,8 @@ def test_an_empty_api_key_counts_as_unset() -> None:
 
 
 def test_a_base_url_or_model_without_a_key_still_means_echo() -> None:
-    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9999/v1", "ACP_AGENT_MODEL": "gpt-4.1"}
+    # A public one: a local server needs no key (see test_local_servers.py).
+    env = {"OPENAI_BASE_URL": "https://llm.example.com/v1", "ACP_AGENT_MODEL": "gpt-4.1"}
 
     assert load_config(None, env).default_choice == "echo/echo"
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,11 @@ import pytest
 
 from acp_agent.engine import ModelSettings, ModelSetup, Turn
 from acp_agent.messages import (
+    DiffContent,
+    Location,
     Message,
     MessageChunk,
+    Notice,
     RetryNotice,
     Stop,
     StreamEvent,
@@ -30,13 +34,22 @@ from acp_agent.messages import (
     ToolCallStart,
     ToolCallStarted,
     ToolCallUpdated,
+    ToolContent,
     ToolResultPart,
     TurnEvent,
     Usage,
     UsageUpdated,
 )
 from acp_agent.providers import ContextWindowError, ModelRequest, ProviderError
-from acp_agent.tools import Decision, PermissionQuestion, Tool, ToolContext, ToolOutcome, ToolParams
+from acp_agent.tools import (
+    Decision,
+    PermissionQuestion,
+    Tool,
+    ToolContext,
+    ToolFailed,
+    ToolOutcome,
+    ToolParams,
+)
 from acp_agent.tools.permissions import PermissionMemory, PermissionMode
 
 pytestmark = pytest.mark.anyio
@@ -192,8 +205,10 @@ def make_turn(
     history: list[Message] | None = None,
     memory: PermissionMemory | None = None,
     choices: Choices | None = None,
+    extra_tools: Sequence[Tool[Any]] = (),
 ) -> Turn:
-    tools: dict[str, Tool[Any]] = {t.name: t for t in (Add(), WriteNote(), WaitForever())}
+    offered: list[Tool[Any]] = [Add(), WriteNote(), WaitForever(), *extra_tools]
+    tools = {t.name: t for t in offered}
     return Turn(
         choices=Choices(provider) if choices is None else choices,
         max_turn_requests=max_turn_requests,
@@ -700,10 +715,15 @@ async def test_a_reply_restarted_after_a_drop_keeps_one_coherent_reply_in_the_hi
     assert await turn.run(user("hi")) == "end_turn"
     assert [m.role for m in turn.history] == ["user", "assistant"]
     assert turn.history[1].parts == [TextPart("Hello there.")]
-    shown = [e.text for e in host.of_type(MessageChunk)]
-    assert shown[0] == "Hel"  # what was streamed stays on screen
-    assert "connection lost" in shown[1] and "starts over" in shown[1]
-    assert shown[2:] == ["Hello there."]
+    chunks = host.of_type(MessageChunk)
+    # What was streamed stays on screen, set apart from the reply that starts over.
+    assert [c.text for c in chunks] == ["Hel", "\n\n", "Hello there."]
+    [notice] = host.of_type(Notice)
+    assert "connection lost" in notice.title and "starts over" in (notice.description or "")
+    assert notice.severity == "warning"
+    # Clients without notices see it in the reply it voids; the new reply is a new message.
+    assert notice.message_id == chunks[0].message_id == chunks[1].message_id
+    assert chunks[2].message_id != chunks[0].message_id
     assert not host.of_type(ToolCallStarted)  # the broken reply's call never ran
 
 
@@ -917,3 +937,228 @@ async def test_without_a_guard_an_overflow_stops_max_tokens_as_before(tmp_path: 
 
     assert len(provider.requests) == 1
     assert [m.role for m in turn.history] == ["user"]
+
+
+# --- what the user sees of a tool call ---------------------------------------------------
+
+
+class ReplaceParams(ToolParams):
+    path: str
+    new: str
+
+
+@dataclass(frozen=True)
+class ReplaceText(Tool[ReplaceParams]):
+    """An edit with a preview: the diff it would apply, from `files` (the editor's view)."""
+
+    name = "replace_text"
+    kind = "edit"
+    description = "Replace a file's text."
+    params_model = ReplaceParams
+    read_only = False
+
+    files: dict[str, str] = field(default_factory=dict)
+    preview_error: Exception | None = None
+    previews: list[str] = field(default_factory=list)
+    while_previewing: Callable[[], None] | None = None
+    """Runs during the preview (the user acting while the file is read)."""
+
+    def title(self, params: ReplaceParams, ctx: ToolContext) -> str:
+        return f"Replace {params.path}"
+
+    def locations(self, params: ReplaceParams, ctx: ToolContext) -> tuple[Location, ...]:
+        return (Location(params.path),)
+
+    def paths(self, params: ReplaceParams, ctx: ToolContext) -> tuple[Path, ...]:
+        return (ctx.resolve(params.path),)
+
+    async def preview(self, params: ReplaceParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
+        self.previews.append(params.path)
+        if self.while_previewing is not None:
+            self.while_previewing()
+        if self.preview_error is not None:
+            raise self.preview_error
+        return (DiffContent(params.path, self.files.get(params.path), params.new),)
+
+    async def run(self, params: ReplaceParams, ctx: ToolContext) -> ToolOutcome:
+        if params.path not in self.files:
+            raise ToolFailed(f"{params.path}: no such file")
+        old = self.files[params.path]
+        self.files[params.path] = params.new
+        return ToolOutcome(
+            model_text=f"Replaced {params.path}.",
+            display=(DiffContent(params.path, old, params.new),),
+            locations=(Location(params.path, 1),),
+            raw_output={"path": params.path, "replacements": 1},
+        )
+
+
+class CheckParams(ToolParams):
+    pass
+
+
+class FailingCheck(Tool[CheckParams]):
+    """Runs, but does not succeed (like a command that exits 1)."""
+
+    name = "check"
+    kind = "execute"
+    description = "Run the checks."
+    params_model = CheckParams
+
+    async def run(self, params: CheckParams, ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome(
+            model_text="2 checks failed\n[exit code 1]",
+            display=(TextPart("Exited with code 1."),),
+            raw_output={"exit_code": 1},
+            failed=True,
+        )
+
+
+async def test_a_tool_call_starts_with_its_name_raw_input_and_preview(tmp_path: Path) -> None:
+    tool = ReplaceText({"a.txt": "old\n"})
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path="a.txt", new="new\n"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host()
+    await make_turn(provider, host, tmp_path, extra_tools=[tool]).run(user("go"))
+
+    [started] = host.of_type(ToolCallStarted)
+    assert started == ToolCallStarted(
+        "c1",
+        "Replace a.txt",
+        "edit",
+        raw_input={"path": "a.txt", "new": "new\n"},
+        locations=(Location("a.txt"),),
+        content=(DiffContent("a.txt", "old\n", "new\n"),),
+        name="replace_text",
+    )
+
+
+async def test_the_permission_question_carries_the_diff_and_the_same_call_completes(
+    tmp_path: Path,
+) -> None:
+    files = {"a.txt": "old\n"}
+    tool = ReplaceText(files)
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path="a.txt", new="new\n"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host("allow_once")
+    await make_turn(provider, host, tmp_path, extra_tools=[tool]).run(user("go"))
+
+    [question] = host.questions
+    assert question.tool_call_id == "c1"
+    assert question.name == "replace_text"
+    assert question.content == (DiffContent("a.txt", "old\n", "new\n"),)
+    assert question.locations == (Location("a.txt"),)
+    assert question.raw_input == {"path": "a.txt", "new": "new\n"}
+    updates = host.of_type(ToolCallUpdated)
+    assert [(u.id, u.status) for u in updates] == [("c1", "in_progress"), ("c1", "completed")]
+    assert updates[-1].raw_output == {"path": "a.txt", "replacements": 1}
+    assert updates[-1].content == (DiffContent("a.txt", "old\n", "new\n"),)
+    assert files == {"a.txt": "new\n"}
+
+
+async def test_a_failing_preview_shows_nothing_and_the_model_hears_only_the_runs_error(
+    tmp_path: Path,
+) -> None:
+    tool = ReplaceText(preview_error=ToolFailed("secret.txt holds 'hunter2'"))
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path="secret.txt", new="x"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host("reject_once")
+    turn = make_turn(provider, host, tmp_path, extra_tools=[tool])
+    assert await turn.run(user("go")) == "end_turn"
+
+    [started] = host.of_type(ToolCallStarted)
+    assert started.content == ()
+    [question] = host.questions
+    assert question.content == ()
+    [result] = tool_results(turn.history[2])
+    assert "hunter2" not in result.text, "a preview's failure says nothing before consent"
+
+
+async def test_a_call_refused_without_asking_is_not_previewed(tmp_path: Path) -> None:
+    tool = ReplaceText({"a.txt": "old\n"})
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path="a.txt", new="new\n"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host()
+    choices = Choices(provider, mode="read-only")
+    await make_turn(provider, host, tmp_path, choices=choices, extra_tools=[tool]).run(user("go"))
+
+    assert tool.previews == []
+    assert host.questions == []
+    assert host.of_type(ToolCallUpdated)[-1].status == "failed"
+
+
+async def test_a_call_outside_the_roots_is_asked_about_without_reading_anything_first(
+    tmp_path: Path,
+) -> None:
+    outside = str(tmp_path.parent / "elsewhere.txt")
+    tool = ReplaceText({outside: "theirs\n"})
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path=outside, new="mine\n"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host("reject_once")
+    await make_turn(provider, host, tmp_path, extra_tools=[tool]).run(user("go"))
+
+    assert tool.previews == []
+    [question] = host.questions
+    assert question.content == () and question.locations == (Location(outside),)
+
+
+async def test_a_switch_to_read_only_during_the_preview_stops_that_call(tmp_path: Path) -> None:
+    provider = ScriptedProvider(
+        [call("c1", "replace_text", path="a.txt", new="new\n"), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    choices = Choices(provider, mode="bypass")
+    tool = ReplaceText(
+        {"a.txt": "old\n"}, while_previewing=lambda: setattr(choices, "mode", "read-only")
+    )
+    host = Host()
+    turn = make_turn(provider, host, tmp_path, choices=choices, extra_tools=[tool])
+    await turn.run(user("go"))
+
+    assert tool.files == {"a.txt": "old\n"}
+    [result] = tool_results(turn.history[2])
+    assert result.is_error and "read-only" in result.text
+
+
+async def test_a_failed_outcome_fails_on_screen_while_the_model_reads_a_normal_result(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider([call("c1", "check"), Stop("tool_use")], [Stop("end_turn")])
+    host = Host()
+    turn = make_turn(provider, host, tmp_path, extra_tools=[FailingCheck()])
+    await turn.run(user("go"))
+
+    finished = host.of_type(ToolCallUpdated)[-1]
+    assert finished.status == "failed"
+    assert finished.raw_output == {"exit_code": 1}
+    assert finished.content == (TextPart("Exited with code 1."),)
+    [result] = tool_results(turn.history[2])
+    assert not result.is_error
+    assert result.text == "2 checks failed\n[exit code 1]"
+
+
+async def test_a_call_that_cannot_run_is_still_shown_with_the_name_and_input_the_model_sent(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [call("c1", "nope", x=1), call("c2", "add", a="not a number", b=1), Stop("tool_use")],
+        [Stop("end_turn")],
+    )
+    host = Host()
+    await make_turn(provider, host, tmp_path).run(user("go"))
+
+    started = host.of_type(ToolCallStarted)
+    assert [(e.name, e.raw_input) for e in started] == [
+        ("nope", {"x": 1}),
+        ("add", {"a": "not a number", "b": 1}),
+    ]

@@ -241,16 +241,15 @@ def test_an_error_from_the_agent_exits_1_with_its_message_and_keeps_the_agent_lo
         '[providers.local]\ntype = "openai-compatible"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\napi_key = "x"\nmodels = [{{id = "m"}}]\n'
     )
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    monkeypatch.setenv("TMPDIR", str(logs))
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
 
     result = run_cli("--config", str(config), "hi", cwd=tmp_path)
 
     assert result.returncode == 1
     assert f"using local/m from {config}" in result.stderr
     assert "acp-agent: error: " in result.stderr
-    (log,) = logs.glob("acp-agent-run-*.log")
+    (log,) = (state / "acp-agent" / "logs").glob("run-*.log")  # where run logs are kept
     assert f"the agent's log is in {log}" in result.stderr
     assert log.read_text()  # the agent's own account of the failure
 

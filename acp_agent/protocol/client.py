@@ -16,7 +16,7 @@ from ..tools.base import TerminalExit, TerminalOutput
 from . import schema as s
 from .channel import ClientChannel
 from .handshake import ClientCapabilities
-from .updates import dump, session_update
+from .updates import dump, session_update, tool_call_content, tool_call_locations
 
 DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_always", "reject_once", "reject_always")
 
@@ -35,6 +35,7 @@ class ClientProxy:
             event,
             self.capabilities.terminal_output_meta,
             compaction=self.capabilities.session_compaction,
+            notices=self.capabilities.session_notices,
         )
         if update is not None:
             await self._endpoint.notify(
@@ -49,11 +50,16 @@ class ClientProxy:
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
         request = s.RequestPermissionRequest(
             session_id=session_id,
+            # The tool call as announced, with what it will do (the diff, the command), so
+            # the client shows the change before the user decides.
             tool_call=s.ToolCallUpdate(
                 tool_call_id=question.tool_call_id,
                 title=question.title,
                 kind=question.kind,
                 raw_input=question.raw_input,
+                name=question.name,
+                content=tool_call_content(question.content),
+                locations=tool_call_locations(question.locations),
             ),
             options=[
                 s.PermissionOption(option_id=kind, name=name, kind=kind)

@@ -1,10 +1,15 @@
-"""ACP prompt content blocks -> the neutral user message."""
+"""ACP prompt content blocks -> the neutral user message.
+
+A `resource_link` becomes a `ResourceLinkPart` with nothing read yet: the sessions room
+reads what it points at before the turn (`sessions/mentions.py`). An embedded blob becomes
+an image when it is one, a document when it is a PDF, else a note naming it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..messages import ImagePart, Message, Part, TextPart
+from ..messages import DocumentPart, ImagePart, Message, Part, ResourceLinkPart, TextPart
 from ..rpc.errors import INVALID_PARAMS, RpcError
 from .schema import (
     AudioContentBlock,
@@ -34,7 +39,7 @@ def prompt_message(blocks: Sequence[PromptBlock]) -> Message:
             case ImageContentBlock():
                 parts.append(ImagePart(data=block.data, mime_type=block.mime_type))
             case ResourceContentBlock():
-                parts.append(TextPart(f"[@{block.name}]({block.uri})"))
+                parts.append(ResourceLinkPart(block.uri, block.name, block.mime_type))
             case EmbeddedResourceContentBlock():
                 parts.append(_embedded(block))
             case AudioContentBlock():
@@ -44,10 +49,19 @@ def prompt_message(blocks: Sequence[PromptBlock]) -> Message:
     return Message("user", parts)
 
 
-def _embedded(block: EmbeddedResourceContentBlock) -> TextPart:
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""Images every vision model takes; other image types stay a note."""
+DOCUMENT_TYPES = frozenset({"application/pdf"})
+
+
+def _embedded(block: EmbeddedResourceContentBlock) -> TextPart | ImagePart | DocumentPart:
     resource = block.resource
     if isinstance(resource, TextResourceContents):
         return TextPart(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
     assert isinstance(resource, BlobResourceContents)
-    mime = resource.mime_type or "application/octet-stream"
-    return TextPart(f"[binary resource {resource.uri} ({mime}) omitted]")
+    mime = (resource.mime_type or "application/octet-stream").lower()
+    if mime in IMAGE_TYPES:
+        return ImagePart(resource.blob, mime)
+    if mime in DOCUMENT_TYPES:
+        return DocumentPart(resource.blob, mime, resource.uri)
+    return TextPart(f"[binary resource {resource.uri} ({mime}) omitted: not an image or PDF]")

@@ -7,6 +7,8 @@ accepts; a test holds it to that.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +27,16 @@ class ClientCapabilities:
     terminal_output_meta: bool = False
     """Zed's `_meta.terminal_output`: it renders `terminal_*` metadata on tool calls."""
     auth_terminal: bool = False
-    knows_auth: bool = False
-    """The client sent an `auth` capability, so it is new enough for typed auth methods."""
+    """`auth.terminal`: it runs a `terminal` auth method (our command plus its `args`)."""
+    terminal_auth_meta: bool = False
+    """`_meta["terminal-auth"]` (Zed before typed methods): it runs the command named in an
+    auth method's `_meta["terminal-auth"]`."""
     elicitation_form: bool = False
     elicitation_url: bool = False
     session_compaction: bool = False
     """`session.compaction`: it shows `compaction_update` / `compaction_summary_chunk`."""
+    session_notices: bool = False
+    """`session.notices`: it shows `notice` updates (retry waits, fallbacks ...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,7 @@ def parse_initialize(params: Any) -> Handshake:
     meta = _object(caps.get("_meta"))
     auth = caps.get("auth")
     elicitation = _object(caps.get("elicitation"))
+    session = _object(caps.get("session"))
     client_info = _object(params.get("clientInfo"))
     name = client_info.get("name")
     return Handshake(
@@ -61,10 +68,11 @@ def parse_initialize(params: Any) -> Handshake:
             terminal=caps.get("terminal") is True,
             terminal_output_meta=meta.get("terminal_output") is True,
             auth_terminal=_object(auth).get("terminal") is True,
-            knows_auth=isinstance(auth, dict),
+            terminal_auth_meta=meta.get("terminal-auth") is True,
             elicitation_form=isinstance(elicitation.get("form"), dict),
             elicitation_url=isinstance(elicitation.get("url"), dict),
-            session_compaction=isinstance(_object(caps.get("session")).get("compaction"), dict),
+            session_compaction=isinstance(session.get("compaction"), dict),
+            session_notices=isinstance(session.get("notices"), dict),
         ),
         client_name=name if isinstance(name, str) else None,
     )
@@ -78,6 +86,8 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
+            # `logout` forgets the keys `acp-agent login` stored.
+            "auth": {"logout": {}},
             # Exactly what the method table routes; `fork` is unstable in the schema and
             # advertised the way `schema.unstable.json` says (`sessionCapabilities.fork`).
             "sessionCapabilities": {
@@ -94,44 +104,73 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
     }
 
 
-def auth_methods(client: ClientCapabilities) -> list[dict[str, Any]]:
-    """How credentials reach us: environment variables or the config file.
+CONFIG_METHOD_ID = "acp-agent-config"
+LOGIN_METHOD_ID = "acp-agent-login"
+LOGIN_ARGS = ("login",)
+"""What a client appends to our command to log in: `acp-agent login` (`login.py`)."""
 
-    The untyped ("agent") entry parses in every v1 client; typed `env_var` entries only go
-    to clients that sent an `auth` capability, since older clients reject unknown types.
+
+def auth_methods(client: ClientCapabilities) -> list[dict[str, Any]]:
+    """How credentials reach us, as the stable schema's `AuthMethod`s.
+
+    Always the untyped ("agent") entry, which every v1 client parses (and the ACP registry
+    needs one of type agent or terminal): keys come from the environment, the config or
+    `acp-agent login`, and `authenticate` with it only acknowledges. To a client with
+    `auth.terminal`, a `terminal` entry too: the editor runs our command with `login`
+    appended in a terminal, which asks for a provider and its key and stores it (exit 0:
+    logged in). Zed's older `_meta["terminal-auth"]` gets the full command in the entry's
+    `_meta` as well (typed, or on an untyped entry for a client without `auth.terminal`).
     """
     methods: list[dict[str, Any]] = [
         {
-            "id": "acp-agent-config",
-            "name": "API keys from environment or config",
+            "id": CONFIG_METHOD_ID,
+            "name": "API key from environment, config or login",
             "description": (
-                "Set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) in the agent's "
-                "environment, or point ACP_AGENT_CONFIG / --config at a TOML file whose "
-                "providers.<name>.api_key_env names the variable holding the key. "
-                "With no key the offline 'echo' provider answers."
+                "Set OPENAI_API_KEY or ANTHROPIC_API_KEY in the agent's environment (or "
+                "OPENAI_BASE_URL for a compatible server), point ACP_AGENT_CONFIG / --config at "
+                "a TOML file whose providers.<name>.api_key_env names the variable, or store a "
+                "key with `acp-agent login` in a terminal. With no key the offline 'echo' "
+                "provider answers."
             ),
         }
     ]
-    if client.knows_auth:
-        methods.append(
-            {
-                "type": "env_var",
-                "id": "openai-api-key",
-                "name": "OpenAI API key",
-                "description": "Any OpenAI-compatible API: the key, and a base URL if not OpenAI.",
-                "vars": [
-                    {"name": "OPENAI_API_KEY", "label": "API key"},
-                    {
-                        "name": "OPENAI_BASE_URL",
-                        "label": "Base URL",
-                        "secret": False,
-                        "optional": True,
-                    },
-                ],
-                "link": "https://platform.openai.com/api-keys",
-            }
-        )
+    if not (client.auth_terminal or client.terminal_auth_meta):
+        return methods
+    login: dict[str, Any] = {
+        "id": LOGIN_METHOD_ID,
+        "name": "Log in with an API key",
+        "description": (
+            "Runs `acp-agent login` in a terminal: choose a provider, paste its API key "
+            "(checked with one cheap request), and it is stored for this user."
+        ),
+    }
+    if client.auth_terminal:
+        login = {"type": "terminal", **login, "args": list(LOGIN_ARGS)}
+    if client.terminal_auth_meta:
+        login["_meta"] = {"terminal-auth": _login_command()}
+    methods.append(login)
     return methods
+
+
+def _login_command() -> dict[str, Any]:
+    """The whole command line of `acp-agent login` for `_meta["terminal-auth"]`: this
+    interpreter running our package, with the config file we were started with."""
+    return {
+        "command": sys.executable,
+        "args": ["-m", "acp_agent", *_config_option(sys.argv[1:]), *LOGIN_ARGS],
+        "label": "acp-agent login",
+    }
+
+
+def _config_option(argv: list[str]) -> list[str]:
+    """`--config FILE` (absolute) from our own command line, so login offers the providers
+    we serve; nothing else of it."""
+    for index, word in enumerate(argv):
+        if word.startswith("--config="):
+            return ["--config", os.path.abspath(word.removeprefix("--config="))]
+        if word == "--config" and index + 1 < len(argv):
+            return ["--config", os.path.abspath(argv[index + 1])]
+    return []
 
 
 def _object(value: Any) -> dict[str, Any]:

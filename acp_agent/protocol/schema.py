@@ -46,6 +46,8 @@ from acp.schema import (
     ListSessionsResponse,
     LoadSessionRequest,
     LoadSessionResponse,
+    LogoutRequest,
+    LogoutResponse,
     McpServerStdio,
     NewSessionRequest,
     NewSessionResponse,
@@ -55,7 +57,6 @@ from acp.schema import (
     PromptResponse,
     ReadTextFileRequest,
     ReadTextFileResponse,
-    RequestPermissionRequest,
     RequestPermissionResponse,
     ResourceContentBlock,
     ResumeSessionRequest,
@@ -79,8 +80,6 @@ from acp.schema import (
     TextResourceContents,
     ToolCallLocation,
     ToolCallProgress,
-    ToolCallStart,
-    ToolCallUpdate,
     UnstructuredCommandInput,
     Usage,
     UsageUpdate,
@@ -89,6 +88,9 @@ from acp.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
+from acp.schema import RequestPermissionRequest as _PinnedRequestPermissionRequest
+from acp.schema import ToolCallStart as _PinnedToolCallStart
+from acp.schema import ToolCallUpdate as _PinnedToolCallUpdate
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -135,9 +137,13 @@ __all__ = [
     "ListSessionsResponse",
     "LoadSessionRequest",
     "LoadSessionResponse",
+    "LogoutRequest",
+    "LogoutResponse",
     "McpServerStdio",
     "NewSessionRequest",
     "NewSessionResponse",
+    "NoticeSeverity",
+    "NoticeUpdate",
     "PermissionOption",
     "PlanEntry",
     "PromptRequest",
@@ -212,3 +218,37 @@ class CompactionSummaryChunk(_SpecModel):
     compaction_id: Annotated[str, Field(alias="compactionId")]
     content: TextContentBlock
     field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+NoticeSeverity = Literal["info", "warning", "error"]
+"""The spec also allows custom (`_`-prefixed) and future values; we send these."""
+
+
+class NoticeUpdate(_SpecModel):
+    """`notice`: live information for the user, not session history. Only for clients that
+    advertised `session.notices`."""
+
+    session_update: Annotated[Literal["notice"], Field(alias="sessionUpdate")]
+    severity: NoticeSeverity
+    title: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    field_meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
+
+
+# `name` on tool calls (1.25): the pinned models lack it.
+
+
+class ToolCallStart(_PinnedToolCallStart):
+    """`tool_call`, with the tool's programmatic `name`."""
+
+    name: str | None = None
+
+
+class ToolCallUpdate(_PinnedToolCallUpdate):
+    """A tool call as a permission request carries it, with the tool's `name`."""
+
+    name: str | None = None
+
+
+class RequestPermissionRequest(_PinnedRequestPermissionRequest):
+    tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]

@@ -5,6 +5,9 @@ heavy imports. Once its answer is written, the `Loader` the composition root gav
 in a worker thread (schema, config, the default provider's SDK) and returns how to start
 the agent; every other method waits for that. The server knows the agent only as
 `methods.AcpAgent`.
+
+Every error it answers carries its readable reason in `data.details` as well: some clients
+(Toad, acpx) show only that.
 """
 
 from __future__ import annotations
@@ -12,24 +15,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from ..rpc.endpoint import Endpoint, FollowedBy, Work
+from ..rpc.endpoint import Endpoint, FollowedBy, Work, short_failure
 from ..rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
-from .client import ClientProxy
 from .handshake import ClientCapabilities, Handshake, initialize_response, parse_initialize
 from .methods import NOTIFICATIONS, REQUESTS, AcpAgent, Method
+
+if TYPE_CHECKING:
+    # Not at import time: the client proxy loads the schema, which `initialize` must not
+    # wait for.
+    from .client import ClientProxy
 
 log = logging.getLogger(__name__)
 
 CLOSE_SECONDS = 2.0
 
-Startup = Callable[[ClientProxy, TaskGroup], AcpAgent]
+Startup = Callable[["ClientProxy", TaskGroup], AcpAgent]
 """Builds the agent on the event loop, given the client and the connection's task group."""
 Loader = Callable[[], Startup | str]
 """Runs in a worker thread: imports and loads what the agent needs; returns how to start
@@ -67,6 +74,17 @@ class AcpServer:
         return partial(self.handle_request, method, params, place)
 
     async def handle_request(self, method: str, params: Any, place: int | None = None) -> Any:
+        try:
+            return await self._handle_request(method, params, place)
+        except RpcError as exc:
+            raise with_details(exc) from None
+        except Exception as exc:
+            # What the endpoint would answer, with the details a client shows.
+            log.exception("%s failed", method[:100])
+            failure = short_failure(method, exc)
+            raise RpcError(INTERNAL_ERROR, failure, {"details": failure}) from None
+
+    async def _handle_request(self, method: str, params: Any, place: int | None) -> Any:
         if method == "initialize":
             self._handshake = parse_initialize(params)
             log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
@@ -129,6 +147,8 @@ class AcpServer:
                 self._startup_error = started
                 log.error("%s", started)
                 return
+            from .client import ClientProxy
+
             client = ClientProxy(self._endpoint, self._handshake.client)
             self._agent = started(client, self._background)
         except Exception as exc:
@@ -136,6 +156,19 @@ class AcpServer:
             log.exception("start-up failed")
         finally:
             self._ready.set()
+
+
+def with_details(error: RpcError) -> RpcError:
+    """`error` with its message in `data.details` (added to object data, set when there is
+    none); other data is left as it is."""
+    data = error.data
+    if data is None:
+        data = {"details": error.message}
+    elif isinstance(data, dict) and "details" not in data:
+        data = {**data, "details": error.message}
+    else:
+        return error
+    return RpcError(error.code, error.message, data)
 
 
 def _field(params: Any, name: str) -> Any:

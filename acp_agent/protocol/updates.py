@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..messages import (
@@ -10,9 +11,13 @@ from ..messages import (
     CompactionStarted,
     CompactionSummaryChunk,
     DiffContent,
+    DocumentPart,
+    ImagePart,
     Location,
     MessageChunk,
+    Notice,
     PlanUpdated,
+    ResourceLinkPart,
     SessionInfoChanged,
     TerminalContent,
     TerminalStream,
@@ -29,14 +34,22 @@ from . import schema as s
 
 
 def session_update(
-    event: TurnEvent, terminal_meta: bool = False, *, compaction: bool = False
+    event: TurnEvent,
+    terminal_meta: bool = False,
+    *,
+    compaction: bool = False,
+    notices: bool = False,
 ) -> dict[str, Any] | None:
     """The update payload, or None when there is nothing this client would show.
 
     `terminal_meta`: the client renders Zed's `_meta.terminal_*` extension, which streams a
     local command's output into a display terminal. `compaction`: the client advertised
     `session.compaction`; other clients see a finished compaction as an agent message.
+    `notices`: the client advertised `session.notices`; other clients see a notice as a
+    line of its own (see `_notice_line`).
     """
+    if isinstance(event, Notice) and not notices:
+        return _notice_line(event)
     if not compaction and isinstance(
         event, CompactionStarted | CompactionSummaryChunk | CompactionFinished
     ):
@@ -73,6 +86,27 @@ def _compaction_message(
             message_id=event.compaction_id,
         )
     )
+
+
+def _notice_line(notice: Notice) -> dict[str, Any]:
+    """A notice for clients without `session.notices`: `[title; description]` and a blank
+    line, so consecutive notices never share a line (also where text is read as Markdown),
+    in the thoughts, or in the agent message it belongs to."""
+    title = _notice_title(notice)
+    line = f"{title.rstrip('.')}; {notice.description}" if notice.description else title
+    block = _text_block(f"[{line}]\n\n")
+    if notice.message_id is not None:
+        return dump(
+            s.AgentMessageChunk(
+                session_update="agent_message_chunk", content=block, message_id=notice.message_id
+            )
+        )
+    return dump(s.AgentThoughtChunk(session_update="agent_thought_chunk", content=block))
+
+
+def _notice_title(notice: Notice) -> str:
+    """The spec's title: non-empty plain text on one line."""
+    return " ".join(notice.title.split()) or "Notice"
 
 
 def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> dict[str, Any]:
@@ -143,9 +177,7 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
         case UserMessageChunk(part=part, message_id=message_id):
             return s.UserMessageChunk(
                 session_update="user_message_chunk",
-                content=_text_block(part.text)
-                if isinstance(part, TextPart)
-                else s.ImageContentBlock(type="image", data=part.data, mime_type=part.mime_type),
+                content=_prompt_block(part),
                 message_id=message_id,
             )
         case CommandsChanged(commands=commands):
@@ -178,6 +210,7 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
                 raw_input=event.raw_input,
                 locations=[_location(loc) for loc in event.locations] or None,
                 content=[_tool_content(c) for c in event.content] or None,
+                name=event.name,
             )
         case ToolCallUpdated():
             return s.ToolCallProgress(
@@ -221,12 +254,44 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
                 summary=None if summary is None else [_text_block(summary)],
                 error=event.error,
             )
+        case Notice(description=description, severity=severity):
+            return s.NoticeUpdate(
+                session_update="notice",
+                severity=severity,
+                title=_notice_title(event),
+                description=description,
+            )
         case UsageUpdated():
             cost = None
             if event.cost_usd is not None:
                 cost = s.Cost(amount=round(event.cost_usd, 6), currency="USD")
             return s.UsageUpdate(
                 session_update="usage_update", used=event.used, size=event.size, cost=cost
+            )
+
+
+def _prompt_block(
+    part: TextPart | ImagePart | ResourceLinkPart | DocumentPart,
+) -> (
+    s.TextContentBlock
+    | s.ImageContentBlock
+    | s.ResourceContentBlock
+    | s.EmbeddedResourceContentBlock
+):
+    """A part of a user's prompt as the client sent it (a mention: its link)."""
+    match part:
+        case TextPart(text=text):
+            return _text_block(text)
+        case ImagePart(data=data, mime_type=mime_type):
+            return s.ImageContentBlock(type="image", data=data, mime_type=mime_type)
+        case ResourceLinkPart(uri=uri, name=name, mime_type=mime_type):
+            return s.ResourceContentBlock(
+                type="resource_link", uri=uri, name=name, mime_type=mime_type
+            )
+        case DocumentPart(data=data, mime_type=mime_type, name=name):
+            return s.EmbeddedResourceContentBlock(
+                type="resource",
+                resource=s.BlobResourceContents(uri=name, blob=data, mime_type=mime_type),
             )
 
 
@@ -251,3 +316,12 @@ def _tool_content(content: ToolContent) -> ToolCallContent:
             )
         case TerminalContent(terminal_id=terminal_id):
             return s.TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+
+
+def tool_call_content(content: Sequence[ToolContent]) -> list[ToolCallContent] | None:
+    """Tool content as the wire has it (a permission request's tool call too); None: none."""
+    return [_tool_content(c) for c in content] or None
+
+
+def tool_call_locations(locations: Sequence[Location]) -> list[s.ToolCallLocation] | None:
+    return [_location(loc) for loc in locations] or None

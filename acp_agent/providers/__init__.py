@@ -3,10 +3,15 @@
 Importing this package is cheap: each provider module (and its vendor SDK) loads inside
 `create_provider`, so the server can answer `initialize` before `openai` is imported, and
 can warm the module up in a background thread with `provider_module_for`.
+
+Provider types beyond the built-in ones come from installed plugins (`acp_agent.plugins`):
+`create_provider` hands their sections to the plugin's `create`, and a plugin that failed
+to load becomes a provider whose every call says why (`_unusable`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, assert_never
 
@@ -20,7 +25,9 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..config import ProviderConfig
+    from ..config import PluginProviderConfig, ProviderConfig
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AuthError",
@@ -47,7 +54,17 @@ _MODULES = {
 
 def provider_module_for(config: ProviderConfig) -> str:
     """The dotted name of the module that implements `config`, to import ahead of use."""
-    return _MODULES[config.type]
+    module = _MODULES.get(config.type)
+    if module is not None:
+        return module
+    from .. import plugins
+    from ..config import PluginProviderConfig
+
+    # A plugin's own module (imported already, when its config was validated); this
+    # package for one that failed to load, whose provider only reports why.
+    installed = plugins.find(config.type)
+    usable = isinstance(config, PluginProviderConfig) and config.load_error is None
+    return installed.module if installed is not None and usable else __name__
 
 
 def create_provider(name: str, config: ProviderConfig, env: Mapping[str, str]) -> Provider:
@@ -62,7 +79,12 @@ def create_provider(name: str, config: ProviderConfig, env: Mapping[str, str]) -
 
 def _create_unwrapped(name: str, config: ProviderConfig, env: Mapping[str, str]) -> Provider:
     # Imported here: config.py loads pydantic, which must not slow down importing this package.
-    from ..config import AnthropicProviderConfig, EchoProviderConfig, OpenAIProviderConfig
+    from ..config import (
+        AnthropicProviderConfig,
+        EchoProviderConfig,
+        OpenAIProviderConfig,
+        PluginProviderConfig,
+    )
 
     match config:
         case EchoProviderConfig():
@@ -78,5 +100,26 @@ def _create_unwrapped(name: str, config: ProviderConfig, env: Mapping[str, str])
             from .anthropic import AnthropicProvider
 
             return AnthropicProvider(name, config, env)
+        case PluginProviderConfig():
+            return _plugin_provider(name, config, env)
         case _:
             assert_never(config)
+
+
+def _plugin_provider(name: str, config: PluginProviderConfig, env: Mapping[str, str]) -> Provider:
+    """A provider from an installed plugin; a broken plugin becomes a provider whose every
+    call fails saying why, so it never takes the other providers down with it."""
+    from .. import plugins
+    from ._unusable import Unusable
+
+    if config.load_error is not None:
+        return Unusable(name, config.load_error)
+    try:
+        plugin = plugins.load(config.type)
+        provider = plugin.create(name, config, env)
+    except plugins.PluginError as exc:
+        return Unusable(name, str(exc))
+    except Exception as exc:  # a plugin's bug while creating its provider
+        log.warning("provider plugin %r: create() failed", config.type, exc_info=True)
+        return Unusable(name, f"plugin {config.type!r} failed to create the provider: {exc}")
+    return provider

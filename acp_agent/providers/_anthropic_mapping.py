@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, assert_never, cast
 from anthropic import types as api
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
     Part,
@@ -32,9 +33,10 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
+    model_parts,
 )
 from ._wire import body_with_pieces, dumps
-from .base import ModelRequest
+from .base import ModelRequest, document_note
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -159,10 +161,11 @@ _OPEN: Final = {
 }
 
 
-def message_blocks(message: Message) -> MessageBlocks:
+def message_blocks(message: Message, *, documents: bool = True) -> MessageBlocks:
+    """`documents`: the model reads PDFs (as `document` blocks); else each gets a note."""
     match message.role:
         case "user":
-            return MessageBlocks("user", _user_blocks(message.parts))
+            return MessageBlocks("user", _user_blocks(message.parts, documents))
         case "assistant":
             return MessageBlocks("assistant", _assistant_blocks(message.parts))
         case "tool":
@@ -275,15 +278,17 @@ def _message_param(turns: _Turns, turn: int) -> api.MessageParam:
     return {"role": "assistant", "content": turns.blocks(turn)}
 
 
-def _user_blocks(parts: Sequence[Part]) -> list[api.ContentBlockParam]:
+def _user_blocks(parts: Sequence[Part], documents: bool) -> list[api.ContentBlockParam]:
     blocks: list[api.ContentBlockParam] = []
-    for part in parts:
+    for part in model_parts(parts):
         match part:
             case TextPart():
                 if part.text:
                     blocks.append(_text(part.text))
             case ImagePart():
                 blocks.append(_image(part))
+            case DocumentPart():
+                blocks.append(_document(part) if documents else _text(document_note(part)))
             case _:
                 raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
     return blocks
@@ -353,6 +358,16 @@ def _image(part: ImagePart) -> api.ImageBlockParam | api.TextBlockParam:
     }
 
 
+def _document(part: DocumentPart) -> api.DocumentBlockParam | api.TextBlockParam:
+    if part.mime_type.lower() != "application/pdf":
+        return _text(f"[document {part.name} ({part.mime_type}) not sent: the API takes PDF]")
+    return {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": part.data},
+        "title": part.name,
+    }
+
+
 def _strip_trailing_whitespace(turns: _Turns) -> None:
     # A final assistant message (continuing a paused turn) must not end in whitespace.
     final = len(turns) - 1
@@ -388,7 +403,7 @@ def _mark_last_user_block(turns: _Turns) -> None:
         if turns.role(turn) == "user":
             tail = turns.last_blocks(turn)
             block = tail[-1]
-            if block["type"] in ("text", "image", "tool_result"):
+            if block["type"] in ("text", "image", "document", "tool_result"):
                 tail[-1] = cast(api.ContentBlockParam, {**block, "cache_control": _EPHEMERAL})
                 turns.tails[turn] = tail
             return

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, assert_never
 
 from openai.types.chat import (
@@ -30,9 +31,11 @@ from openai.types.chat import (
     ChatCompletionUserMessageParam,
 )
 from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+from openai.types.chat.chat_completion_content_part_param import File
 from openai.types.completion_usage import CompletionUsage
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
     ModelStopReason,
@@ -50,9 +53,10 @@ from ..messages import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    model_parts,
 )
 from ._wire import dumps
-from .base import parse_tool_arguments
+from .base import document_note, parse_tool_arguments
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS: dict[str, ModelStopReason] = {
@@ -71,10 +75,12 @@ class UnsupportedPart(ValueError):
 # --- request ------------------------------------------------------------------------------
 
 
-def to_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+def to_messages(
+    system: str, messages: Sequence[Message], *, documents: bool = True
+) -> list[ChatCompletionMessageParam]:
     result = system_messages(system)
     for message in messages:
-        result.extend(message_params(message))
+        result.extend(message_params(message, documents=documents))
     return result
 
 
@@ -82,11 +88,12 @@ def system_messages(system: str) -> list[ChatCompletionMessageParam]:
     return [{"role": "system", "content": system}] if system else []
 
 
-def message_params(message: Message) -> list[ChatCompletionMessageParam]:
-    """The API messages one neutral message becomes (a tool message: one per result)."""
+def message_params(message: Message, *, documents: bool = True) -> list[ChatCompletionMessageParam]:
+    """The API messages one neutral message becomes (a tool message: one per result).
+    `documents`: the model reads PDFs (as `file` parts); else each gets a note."""
     match message.role:
         case "user":
-            return [_user_message(message.parts)]
+            return [_user_message(message.parts, documents)]
         case "assistant":
             return [_assistant_message(message.parts)]
         case "tool":
@@ -95,9 +102,9 @@ def message_params(message: Message) -> list[ChatCompletionMessageParam]:
             assert_never(message.role)
 
 
-def encode_message(message: Message) -> bytes:
+def encode_message(message: Message, *, documents: bool = True) -> bytes:
     """`message_params(message)` as JSON list items (comma-separated, no brackets)."""
-    return b",".join(dumps(param) for param in message_params(message))
+    return b",".join(dumps(param) for param in message_params(message, documents=documents))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]:
@@ -114,20 +121,24 @@ def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]
     ]
 
 
-def _user_message(parts: Sequence[Part]) -> ChatCompletionUserMessageParam:
-    content = [_user_content(part) for part in parts]
+def _user_message(parts: Sequence[Part], documents: bool) -> ChatCompletionUserMessageParam:
+    content = [_user_content(part, documents) for part in model_parts(parts)]
     if all(item["type"] == "text" for item in content):
         # A plain string: older OpenAI-compatible servers reject content arrays for text.
         return {"role": "user", "content": "\n".join(_texts(content))}
     return {"role": "user", "content": content}
 
 
-def _user_content(part: Part) -> ChatCompletionContentPartParam:
+def _user_content(part: Part, documents: bool) -> ChatCompletionContentPartParam:
     match part:
         case TextPart():
             return _text_content(part)
         case ImagePart():
             return _image_content(part)
+        case DocumentPart():
+            if documents:
+                return _file_content(part)
+            return _text_content(TextPart(document_note(part)))
     raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
 
 
@@ -137,6 +148,21 @@ def _text_content(part: TextPart) -> ChatCompletionContentPartTextParam:
 
 def _image_content(part: ImagePart) -> ChatCompletionContentPartImageParam:
     return {"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}}
+
+
+def _file_content(part: DocumentPart) -> File:
+    return {
+        "type": "file",
+        "file": {
+            "filename": file_name(part),
+            "file_data": f"data:{part.mime_type};base64,{part.data}",
+        },
+    }
+
+
+def file_name(part: DocumentPart) -> str:
+    """The document's file name, as the OpenAI APIs want one with the data."""
+    return PurePosixPath(part.name).name or "document"
 
 
 def _texts(content: Iterable[ChatCompletionContentPartParam]) -> Iterator[str]:

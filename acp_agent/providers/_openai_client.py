@@ -5,7 +5,8 @@ errors.
 Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 
 - `openai`: api.openai.com (or `base_url`), key from `OPENAI_API_KEY` unless configured;
-- `openai-compatible`: any server speaking the API; a placeholder key when none is set;
+- `openai-compatible`: any server speaking the API; a placeholder key when none is set
+  (so does `openai` when `base_url` is a local server: Ollama, LM Studio, vLLM);
 - `azure-openai`: `base_url` is the resource endpoint (https://NAME.openai.azure.com): model
   ids name deployments and every call carries `api-version`. A `base_url` ending in
   `/openai/v1` is Azure's versionless v1 API instead, which the plain client speaks.
@@ -14,6 +15,7 @@ Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -26,17 +28,22 @@ from openai._constants import RAW_RESPONSE_HEADER
 from openai._response import AsyncAPIResponse
 from openai._utils import path_template
 
+from ..local_addresses import is_local_url
+from ._transport import not_found, not_listening
 from .errors import (
     AuthError,
     ContextWindowError,
     ProviderError,
     ProviderUnavailable,
     RateLimitError,
+    login_fix,
 )
 from .retry import parse_retry_after
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, OpenAIProviderConfig
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -46,6 +53,8 @@ AZURE_API_VERSION = "2025-04-01-preview"
 reasoning; used when `api_version` is not configured."""
 # Local servers (Ollama, vLLM) ignore the key, but the SDK refuses to send a request without one.
 PLACEHOLDER_KEY = "not-needed"
+STORED_KEY_ORIGIN = "`acp-agent login`"
+"""Where a key came from when it was the one `acp-agent login` stored (the last resort)."""
 # Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
 CLOSE_TIMEOUT = 2.0
 
@@ -72,6 +81,9 @@ class OpenAIConnection:
         self.config = config
         self._env = env
         self._key: str | None = None
+        self._key_origin: str | None = None
+        """Where the key came from: a variable's name, the config key, None for the
+        placeholder."""
         self._client: openai.AsyncOpenAI | None = None
 
     def client(self) -> openai.AsyncOpenAI:
@@ -146,26 +158,50 @@ class OpenAIConnection:
 
     def _api_key(self) -> str:
         config = self.config
-        key = config.resolve_api_key(self._env)
-        if key is None and config.type != "openai-compatible" and not config.api_key_env:
-            key = self._env.get(self._default_key_env()) or None
-        if key is not None:
+        if config.api_key:
+            self._key_origin = f"providers.{self.name}.api_key"
+            return config.api_key
+        variable = config.api_key_env
+        if variable is None and config.type != "openai-compatible":
+            variable = self._default_key_env()
+        if variable is not None and (key := self._env.get(variable)):
+            self._key_origin = variable
             return key
-        if config.type == "openai-compatible":
+        if (stored := config.stored_key()) is not None:
+            self._key_origin = STORED_KEY_ORIGIN
+            return stored
+        local = is_local_url(self.base_url())
+        if config.type == "openai-compatible" or local:
+            # Local servers (Ollama, LM Studio, vLLM) ignore the key, but the SDK refuses to
+            # send a request without one.
+            unset = f"{variable} is not set" if variable else "no api_key_env configured"
+            where = "a local server" if local else "an OpenAI-compatible server"
+            log.info(
+                "providers.%s: no API key (%s); %s is %s, so a placeholder key is sent",
+                self.name,
+                unset,
+                self.base_url(),
+                where,
+            )
             return PLACEHOLDER_KEY
-        variable = config.api_key_env or self._default_key_env()
+        variable = variable or self._default_key_env()
         raise AuthError(self.name, f"no API key: {variable} is not set", fix=self._key_fix())
 
     def _key_fix(self) -> str:
         config = self.config
         setting = f"providers.{self.name}.api_key_env"
+        login = login_fix(self.name)
+        if self._key_origin == STORED_KEY_ORIGIN:
+            return f"log in again: `acp-agent login {self.name}` replaces the stored key"
+        if self._key == PLACEHOLDER_KEY:
+            return f"the server wants a key: name the variable that holds it in {setting}, {login}"
         if config.api_key_env:
-            return f"set {config.api_key_env} (the variable {setting} names)"
+            return f"set {config.api_key_env} (the variable {setting} names), {login}"
         if config.api_key:
             return f"check providers.{self.name}.api_key, or use {setting} instead"
         if config.type != "openai-compatible":
-            return f"set {self._default_key_env()}, or name another variable in {setting}"
-        return f"name the variable that holds the key in {setting}"
+            return f"set {self._default_key_env()}, or name another variable in {setting}, {login}"
+        return f"name the variable that holds the key in {setting}, {login}"
 
     def base_url(self) -> str:
         return self.config.base_url or DEFAULT_BASE_URL
@@ -178,7 +214,9 @@ class OpenAIConnection:
         match exc:
             case openai.AuthenticationError() | openai.PermissionDeniedError():
                 detail = self._detail(exc)
-                message = f"the API refused the credentials (HTTP {exc.status_code}): {detail}"
+                message = (
+                    f"the API refused {self._key_description()} (HTTP {exc.status_code}): {detail}"
+                )
                 return AuthError(name, message, fix=self._key_fix())
             case openai.RateLimitError():
                 return RateLimitError(
@@ -202,6 +240,8 @@ class OpenAIConnection:
                     f"the server timed out (HTTP 408): {self._detail(exc)}",
                     retry_after=parse_retry_after(exc.response.headers),
                 )
+            case openai.NotFoundError():
+                return ProviderError(name, self._404(exc))
             case openai.APIStatusError():
                 return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
             case openai.APITimeoutError():
@@ -211,11 +251,15 @@ class OpenAIConnection:
                     f"(raise providers.{name}.timeout if the model is slow)",
                 )
             case openai.APIConnectionError():
+                if refused := not_listening(name, self.base_url(), exc):
+                    return refused
                 return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
             case openai.APIError():
                 # An error event inside an otherwise successful stream.
                 return self.stream_error(_error_code(exc.body), _vendor_message(exc))
             case httpx2.HTTPError():
+                if refused := not_listening(name, self.base_url(), exc):
+                    return refused
                 return ProviderUnavailable(name, self._connection_failed(exc))
             case json.JSONDecodeError():
                 sample = self.redact(exc.doc[:120])
@@ -240,6 +284,23 @@ class OpenAIConnection:
     def _connection_failed(self, cause: BaseException) -> str:
         reason = self.redact(str(cause)) or type(cause).__name__
         return f"connection to {self.base_url()} failed: {reason}"
+
+    def _404(self, exc: openai.NotFoundError) -> str:
+        requested, detail = str(exc.request.url), self._detail(exc)
+        if self.config.type == "azure-openai":
+            return (
+                f"HTTP 404 from {requested}: {detail} (check that the model id names a "
+                f"deployment of this resource, and providers.{self.name}.api_version)"
+            )
+        return not_found(requested, self.base_url(), detail, api_prefix="")
+
+    def _key_description(self) -> str:
+        """Which key the server refused, by where it came from (never the key itself)."""
+        if self._key == PLACEHOLDER_KEY:
+            return "the placeholder key sent because none is configured"
+        if self._key_origin is not None:
+            return f"the key from {self._key_origin}"
+        return "the credentials"
 
     def _detail(self, exc: openai.APIError) -> str:
         return self.redact(_vendor_message(exc))

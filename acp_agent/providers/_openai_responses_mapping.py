@@ -35,6 +35,7 @@ from openai.types.responses import (
     ResponseFunctionToolCallParam,
     ResponseIncompleteEvent,
     ResponseInputContentParam,
+    ResponseInputFileParam,
     ResponseInputImageParam,
     ResponseInputItemParam,
     ResponseInputTextParam,
@@ -53,6 +54,7 @@ from openai.types.responses import (
 from openai.types.responses.response_input_param import FunctionCallOutput
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
     ModelStopReason,
@@ -70,10 +72,11 @@ from ..messages import (
     ToolResultPart,
     ToolSpec,
     Usage,
+    model_parts,
 )
-from ._openai_chat_mapping import UnsupportedPart
+from ._openai_chat_mapping import UnsupportedPart, file_name
 from ._wire import dumps
-from .base import parse_tool_arguments
+from .base import document_note, parse_tool_arguments
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""
@@ -112,18 +115,21 @@ class ResponseFailed(Exception):
 # --- request ------------------------------------------------------------------------------
 
 
-def to_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]:
+def to_input(
+    messages: Sequence[Message], *, documents: bool = True
+) -> list[ResponseInputItemParam]:
     items: list[ResponseInputItemParam] = []
     for message in messages:
-        items.extend(input_items(message))
+        items.extend(input_items(message, documents=documents))
     return items
 
 
-def input_items(message: Message) -> list[ResponseInputItemParam]:
-    """The input items one neutral message becomes."""
+def input_items(message: Message, *, documents: bool = True) -> list[ResponseInputItemParam]:
+    """The input items one neutral message becomes. `documents`: the model reads PDFs (as
+    `input_file` items); else each gets a note."""
     match message.role:
         case "user":
-            return [_user_message(message.parts)]
+            return [_user_message(message.parts, documents)]
         case "assistant":
             return _assistant_items(message.parts)
         case "tool":
@@ -132,9 +138,9 @@ def input_items(message: Message) -> list[ResponseInputItemParam]:
             assert_never(message.role)
 
 
-def encode_input(message: Message) -> bytes:
+def encode_input(message: Message, *, documents: bool = True) -> bytes:
     """`input_items(message)` as JSON list items (comma-separated, no brackets)."""
-    return b",".join(dumps(item) for item in input_items(message))
+    return b",".join(dumps(item) for item in input_items(message, documents=documents))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[FunctionToolParam]:
@@ -164,16 +170,23 @@ def reasoning_data(item: ResponseReasoningItem) -> dict[str, Any] | None:
     return {REASONING_KEY_PREFIX + item.id: kept}
 
 
-def _user_message(parts: Sequence[Part]) -> EasyInputMessageParam:
-    return {"role": "user", "content": [_user_content(part) for part in parts]}
+def _user_message(parts: Sequence[Part], documents: bool) -> EasyInputMessageParam:
+    return {
+        "role": "user",
+        "content": [_user_content(part, documents) for part in model_parts(parts)],
+    }
 
 
-def _user_content(part: Part) -> ResponseInputContentParam:
+def _user_content(part: Part, documents: bool) -> ResponseInputContentParam:
     match part:
         case TextPart():
             return _input_text(part)
         case ImagePart():
             return _input_image(part)
+        case DocumentPart():
+            if documents:
+                return _input_file(part)
+            return _input_text(TextPart(document_note(part)))
     raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
 
 
@@ -183,6 +196,14 @@ def _input_text(part: TextPart) -> ResponseInputTextParam:
 
 def _input_image(part: ImagePart) -> ResponseInputImageParam:
     return {"type": "input_image", "image_url": _data_url(part), "detail": "auto"}
+
+
+def _input_file(part: DocumentPart) -> ResponseInputFileParam:
+    return {
+        "type": "input_file",
+        "filename": file_name(part),
+        "file_data": f"data:{part.mime_type};base64,{part.data}",
+    }
 
 
 def _data_url(part: ImagePart) -> str:

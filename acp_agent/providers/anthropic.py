@@ -17,7 +17,11 @@ Error mapping, decided here once:
     429                               RateLimitError (with the server's retry-after)
     529 overloaded                    RateLimitError (the API's "too busy, retry later")
     400 "prompt is too long", 413     ContextWindowError
+    404                               ProviderError naming the URL (and a /v1 in base_url)
     5xx, 408, timeouts, lost links    ProviderUnavailable
+    refused at a local address        NotListening (not retried: the server is not running)
+    200 that is not an event stream   ProviderError quoting its content type and first line
+    no AWS credentials (Bedrock)      AuthError naming the variables and the profile
     `error` event mid-stream          ProviderUnavailable (e.g. overloaded_error after 200 OK)
     a stream without message_stop     ProviderUnavailable
     anything else                     ProviderError with the vendor's message
@@ -25,6 +29,7 @@ Error mapping, decided here once:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -54,6 +59,7 @@ from ._anthropic_mapping import (
 )
 from ._anthropic_stream import EventMapper
 from ._message_cache import MessageCache
+from ._transport import checked_event_stream, not_found, not_listening
 from ._wire import loads, server_sent_events
 from .base import ModelRequest
 from .errors import (
@@ -62,6 +68,7 @@ from .errors import (
     ProviderError,
     ProviderUnavailable,
     RateLimitError,
+    login_fix,
 )
 from .retry import parse_retry_after
 
@@ -107,10 +114,19 @@ class AnthropicProvider:
         self._config = config
         self._env = env
         self._key: str | None = None
+        self._key_origin: str | None = None
+        """The variable (or config key) the key came from, to name it when it is refused."""
+        self._key_is_stored = False
+        """The key is the one `acp-agent login` stored (neither config nor env gave one)."""
         self._sdk_client: AnyAnthropicClient | None = None
         self._messages: AsyncMessages | None = None
         self._errors = _VENDOR_ERRORS
         self._blocks: MessageCache[MessageBlocks] = MessageCache(message_blocks)
+        # For models configured not to read documents (their PDFs become notes); a session
+        # may switch between models of this provider, so each kind keeps its own.
+        self._blocks_without_documents: MessageCache[MessageBlocks] = MessageCache(
+            functools.partial(message_blocks, documents=False)
+        )
 
     async def aclose(self) -> None:
         if self._sdk_client is not None:
@@ -121,7 +137,9 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         self._get_messages()  # a missing key fails here, before any work
         try:
-            blocks = self._blocks.values(request.messages)
+            documents = self._config.reads_documents(request.model)
+            cache = self._blocks if documents else self._blocks_without_documents
+            blocks = cache.values(request.messages)
             response = await self._send(request, blocks)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
@@ -202,7 +220,7 @@ class AnthropicProvider:
         assert self._sdk_client is not None
         decoder: SSEDecoder | SSEBytesDecoder = self._sdk_client._make_sse_decoder()
         if type(decoder) is SSEDecoder:
-            return server_sent_events(http.aiter_bytes())
+            return server_sent_events(checked_event_stream(self.name, http, http.aiter_bytes()))
         return _decoded(decoder.aiter_bytes(http.aiter_bytes()))  # Bedrock's event stream
 
     def _stream_error(self, http: httpx2.Response, data: bytes | None) -> anthropic.APIError:
@@ -238,7 +256,9 @@ class AnthropicProvider:
     def _cloud_client(self) -> anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex:
         config = self._config
         extra, module, platform = _EXTRAS[config.type]
-        missing = f"{platform} needs the optional {extra} extra: pip install 'acp-agent[{extra}]'"
+        missing = (
+            f"{platform} needs the optional {extra} extra: pip install 'acp-llm-agent[{extra}]'"
+        )
         try:
             importlib.import_module(module)  # the SDK would import it only on the first request
             errors_module, errors_class = _CLOUD_AUTH_ERRORS[config.type]
@@ -273,21 +293,31 @@ class AnthropicProvider:
             raise ProviderError(
                 self.name, f"{self._redact(str(exc))} {self._region_fix()}"
             ) from exc
-        self._errors = (*_VENDOR_ERRORS, cloud_errors)
+        # RuntimeError: the SDK's "Could not resolve AWS credentials from session".
+        self._errors = (*_VENDOR_ERRORS, cloud_errors, RuntimeError)
         return client
 
     def _api_key(self) -> str:
         key = self._config.resolve_api_key(self._env)
         if key is not None:
+            if self._config.api_key:
+                self._key_origin = f"providers.{self.name}.api_key"
+            else:
+                self._key_origin = self._config.api_key_env or DEFAULT_KEY_ENV
             return key
+        if (stored := self._config.stored_key()) is not None:
+            self._key_is_stored = True
+            return stored
         variable = self._config.api_key_env or DEFAULT_KEY_ENV
         raise AuthError(self.name, f"no API key: {variable} is not set", fix=self._key_fix())
 
     def _explicit_key(self) -> str | None:
         """Bedrock's API key (bearer token) or Vertex's access token, only if configured."""
         if self._config.api_key:
+            self._key_origin = f"providers.{self.name}.api_key"
             return self._config.api_key
         if self._config.api_key_env:
+            self._key_origin = self._config.api_key_env
             return self._env.get(self._config.api_key_env) or None
         return None
 
@@ -296,8 +326,11 @@ class AnthropicProvider:
         match self._config.type:
             case "anthropic-bedrock":
                 return (
-                    "check the AWS credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID / "
-                    f"AWS_SECRET_ACCESS_KEY, or a Bedrock API key named in {setting}) and that "
+                    "set AWS credentials: AWS_PROFILE to a profile in ~/.aws/config (run "
+                    "`aws sso login` first for SSO), or AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY (with "
+                    "AWS_SESSION_TOKEN for temporary credentials), or put a Bedrock API key in "
+                    f"AWS_BEARER_TOKEN_BEDROCK or the variable {setting} names; and check that "
                     f"the model is enabled in the region (providers.{self.name}.region)"
                 )
             case "anthropic-vertex":
@@ -306,11 +339,14 @@ class AnthropicProvider:
                     "GOOGLE_APPLICATION_CREDENTIALS, and check "
                     f"providers.{self.name}.project_id and providers.{self.name}.region"
                 )
+        login = login_fix(self.name)
+        if self._key_is_stored:
+            return f"log in again: `acp-agent login {self.name}` replaces the stored key"
         if self._config.api_key_env:
-            return f"set {self._config.api_key_env} (the variable {setting} names)"
+            return f"set {self._config.api_key_env} (the variable {setting} names), {login}"
         if self._config.api_key:
             return f"check providers.{self.name}.api_key, or use {setting} instead"
-        return f"set {DEFAULT_KEY_ENV}, or name another variable in {setting}"
+        return f"set {DEFAULT_KEY_ENV}, or name another variable in {setting}, {login}"
 
     def _region_fix(self) -> str:
         variable = "AWS_REGION" if self._config.type == "anthropic-bedrock" else "CLOUD_ML_REGION"
@@ -330,7 +366,10 @@ class AnthropicProvider:
                 )
             case anthropic.AuthenticationError() | anthropic.PermissionDeniedError():
                 detail = self._detail(exc)
-                message = f"the API refused the credentials (HTTP {exc.status_code}): {detail}"
+                refused = (
+                    f"the key from {self._key_origin}" if self._key_origin else "the credentials"
+                )
+                message = f"the API refused {refused} (HTTP {exc.status_code}): {detail}"
                 return AuthError(name, message, fix=self._key_fix())
             case anthropic.RateLimitError():
                 return RateLimitError(
@@ -358,6 +397,8 @@ class AnthropicProvider:
                     f"server error (HTTP {exc.status_code}): {self._detail(exc)}",
                     retry_after=parse_retry_after(exc.response.headers),
                 )
+            case anthropic.NotFoundError():
+                return ProviderError(name, self._404(exc))
             case anthropic.APIStatusError():
                 return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
             case anthropic.APITimeoutError():
@@ -367,6 +408,8 @@ class AnthropicProvider:
                     f"(raise providers.{name}.timeout if the model is slow)",
                 )
             case anthropic.APIConnectionError():
+                if refused_locally := not_listening(name, self._base_url(), exc):
+                    return refused_locally
                 return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
             case anthropic.CredentialsError():
                 message = f"no usable credentials: {self._redact(str(exc))}"
@@ -374,6 +417,8 @@ class AnthropicProvider:
             case anthropic.APIError():
                 return ProviderError(name, self._detail(exc))
             case httpx2.HTTPError():
+                if refused_locally := not_listening(name, self._base_url(), exc):
+                    return refused_locally
                 return ProviderUnavailable(name, self._connection_failed(exc))
             case json.JSONDecodeError():
                 sample = self._redact(exc.doc[:120])
@@ -382,6 +427,11 @@ class AnthropicProvider:
                 )
             case anthropic.AnthropicError():
                 return ProviderError(name, self._redact(str(exc).strip()) or type(exc).__name__)
+            case RuntimeError() if "credentials" not in str(exc).lower():
+                return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
+            case RuntimeError():
+                message = f"no AWS credentials found ({self._redact(str(exc))})"
+                return AuthError(name, message, fix=self._key_fix())
         # A cloud SDK's credential failure (botocore / google-auth).
         reason = self._redact(str(exc)) or type(exc).__name__
         return AuthError(name, f"no usable credentials: {reason}", fix=self._key_fix())
@@ -389,6 +439,15 @@ class AnthropicProvider:
     def _connection_failed(self, cause: BaseException) -> str:
         reason = self._redact(str(cause)) or type(cause).__name__
         return f"connection to {self._base_url()} failed: {reason}"
+
+    def _404(self, exc: anthropic.NotFoundError) -> str:
+        requested, detail = str(exc.request.url), self._detail(exc)
+        if self._config.type == "anthropic":
+            return not_found(requested, self._base_url(), detail, api_prefix="/v1")
+        return (
+            f"HTTP 404 from {requested}: {detail} (check the model id and that the model is "
+            f"enabled in the region, providers.{self.name}.region)"
+        )
 
     def _detail(self, exc: anthropic.APIError) -> str:
         return self._redact(_vendor_message(exc))

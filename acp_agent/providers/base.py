@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..messages import INVALID_JSON_KEY, Message, StreamEvent, ToolSpec
+from ..messages import INVALID_JSON_KEY, DocumentPart, Message, StreamEvent, ToolSpec
 
 
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
@@ -21,6 +21,14 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {INVALID_JSON_KEY: raw}
     return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}
+
+
+def document_note(part: DocumentPart) -> str:
+    """What a model that is not sent documents reads instead of one."""
+    return (
+        f"[document {part.name} ({part.mime_type}) not sent: this model is not set up to "
+        "read documents (models[].documents in the agent's config)]"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ Lines of the last user message that are directives, removed from the echoed text
     @slow SECONDS                   pause between streamed chunks (to cancel mid-stream)
 
 After tool results it reports what each tool returned, so a scripted call completes a turn.
+A mention echoes as its link, and what was read for it follows the echo (directives in it
+are not obeyed: they are file contents, not the user's words).
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
     ModelStopReason,
     Part,
+    ResourceLinkPart,
     Stop,
     StreamEvent,
     TextDelta,
@@ -121,18 +125,32 @@ class EchoProvider:
 def _parse_script(message: Message) -> _Script:
     script = _Script()
     pieces: list[str] = []
+    read: list[str] = []
     for part in message.parts:
         match part:
             case TextPart(text=text):
                 kept = [line for line in text.splitlines() if not _apply_directive(line, script)]
                 pieces.append("\n".join(kept).strip())
-            case ImagePart(mime_type=mime_type):
-                pieces.append(f"[image: {mime_type}]")
+            case ImagePart() | DocumentPart():
+                pieces.append(_describe(part))
+            case ResourceLinkPart(context=context):
+                pieces.append(part.link)
+                read.extend(_describe(item) for item in context or ())
             case _:
                 continue  # echo is forgiving: nothing else in a user message is worth echoing
-    body = "\n".join(piece for piece in pieces if piece)
+    body = "\n".join(piece for piece in [*pieces, *read] if piece)
     script.text = f"Echo: {body}" if body else "Echo: (empty message)"
     return script
+
+
+def _describe(part: TextPart | ImagePart | DocumentPart) -> str:
+    match part:
+        case TextPart(text=text):
+            return text
+        case ImagePart(mime_type=mime_type):
+            return f"[image: {mime_type}]"
+        case DocumentPart(mime_type=mime_type, name=name):
+            return f"[document: {name} ({mime_type})]"
 
 
 def _apply_directive(line: str, script: _Script) -> bool:
@@ -202,8 +220,10 @@ def _part_chars(part: Part) -> int:
     match part:
         case TextPart(text=text) | ThinkingPart(text=text):
             return len(text)
-        case ImagePart(mime_type=mime_type):
-            return len(f"[image: {mime_type}]")
+        case ImagePart() | DocumentPart():
+            return len(_describe(part))
+        case ResourceLinkPart(context=context):
+            return len(part.link) + sum(len(_describe(item)) for item in context or ())
         case ToolCallPart(name=name, arguments=arguments):
             return len(name) + len(json.dumps(arguments))
         case ToolResultPart():

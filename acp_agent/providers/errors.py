@@ -5,6 +5,8 @@
     ├── RateLimitError       429 / overloaded after retries gave up          (retryable)
     ├── ContextWindowError   the request does not fit the model's context window
     └── ProviderUnavailable  connection failures, timeouts, 5xx, broken streams (retryable)
+        └── NotListening     connection refused at a loopback or private address: a local
+                             server that is not running; fails at once     (not retryable)
 
 `retryable` tells the retry wrapper (`retry.py`) that the same request may succeed if sent
 again; `retry_after` carries the server's `retry-after` / `retry-after-ms` hint in seconds.
@@ -42,3 +44,15 @@ class ContextWindowError(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     retryable = True
+
+
+def login_fix(provider: str) -> str:
+    """How to store a key without touching the environment (the editor's login button runs
+    the same command in a terminal)."""
+    return f"or store a key with `acp-agent login {provider}` (the editor's login button runs it)"
+
+
+class NotListening(ProviderUnavailable):
+    # Retrying a local server that refused only delays the answer by the whole retry budget:
+    # it is not running, and waiting seconds will not start it.
+    retryable = False

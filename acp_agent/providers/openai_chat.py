@@ -12,6 +12,7 @@ everything else a turn does once the conversation is long or the stream fast.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -33,6 +34,7 @@ from ._openai_chat_mapping import (
     to_tools,
 )
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
+from ._transport import checked_event_stream
 from ._wire import body_with_list, dumps, server_sent_events
 from .base import ModelRequest
 from .errors import ProviderError, ProviderUnavailable
@@ -48,6 +50,10 @@ class OpenAIChatProvider:
         self._connection = OpenAIConnection(name, config, env)
         self._responses = OpenAIResponsesProvider(name, config, env, connection=self._connection)
         self._encoded: MessageCache[bytes] = MessageCache(encode_message)
+        # For models configured not to read documents (see the Anthropic provider).
+        self._encoded_without_documents: MessageCache[bytes] = MessageCache(
+            functools.partial(encode_message, documents=False)
+        )
 
     async def aclose(self) -> None:
         await self._connection.aclose()  # shared with the Responses provider
@@ -101,12 +107,16 @@ class OpenAIChatProvider:
 
     def _encoded_messages(self, request: ModelRequest) -> list[bytes]:
         system = [dumps(message) for message in system_messages(request.system)]
-        return system + self._encoded.values(request.messages)
+        documents = self._connection.config.reads_documents(request.model)
+        cache = self._encoded if documents else self._encoded_without_documents
+        return system + cache.values(request.messages)
 
     async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ChunkMapper()
         try:
-            async for event_name, data in server_sent_events(response.http_response.aiter_bytes()):
+            http = response.http_response
+            chunks = checked_event_stream(self.name, http, http.aiter_bytes())
+            async for event_name, data in server_sent_events(chunks):
                 if data is None:
                     continue
                 if data.startswith(b"[DONE]"):

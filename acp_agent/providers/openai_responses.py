@@ -14,6 +14,7 @@ as its typed stream would (`_events` mirrors `openai.AsyncStream`, errors includ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -35,6 +36,7 @@ from ._openai_responses_mapping import (
     encode_input,
     to_tools,
 )
+from ._transport import checked_event_stream
 from ._wire import body_with_list, loads, server_sent_events
 from .base import ModelRequest
 from .errors import ProviderError, ProviderUnavailable
@@ -55,6 +57,10 @@ class OpenAIResponsesProvider:
         self.name = name
         self._connection = connection or OpenAIConnection(name, config, env)
         self._encoded: MessageCache[bytes] = MessageCache(encode_input)
+        # For models configured not to read documents (see the Anthropic provider).
+        self._encoded_without_documents: MessageCache[bytes] = MessageCache(
+            functools.partial(encode_input, documents=False)
+        )
 
     async def aclose(self) -> None:
         await self._connection.aclose()
@@ -102,12 +108,14 @@ class OpenAIResponsesProvider:
             fields["reasoning"] = {"effort": level, "summary": "auto"}
         if request.max_output_tokens is not None:
             fields["max_output_tokens"] = request.max_output_tokens
-        return body_with_list(fields, "input", self._encoded.values(request.messages))
+        documents = self._connection.config.reads_documents(request.model)
+        cache = self._encoded if documents else self._encoded_without_documents
+        return body_with_list(fields, "input", cache.values(request.messages))
 
     async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ResponseEventMapper()
         try:
-            async for _, data in server_sent_events(_sdk_errors(response)):
+            async for _, data in server_sent_events(_sdk_errors(self.name, response)):
                 if data is not None and data.startswith(b"[DONE]"):
                     break
                 payload = loads(data or b"")
@@ -131,11 +139,12 @@ class OpenAIResponsesProvider:
             yield neutral
 
 
-async def _sdk_errors(response: AsyncAPIResponse[Any]) -> AsyncIterator[bytes]:
-    """The body's bytes, its transport errors raised as the SDK's stream raises them."""
+async def _sdk_errors(name: str, response: AsyncAPIResponse[Any]) -> AsyncIterator[bytes]:
+    """The body's bytes, its transport errors raised as the SDK's stream raises them (and
+    a body that is not an event stream refused, see `_transport`)."""
     http = response.http_response
     try:
-        async for chunk in http.aiter_bytes():
+        async for chunk in checked_event_stream(name, http, http.aiter_bytes()):
             yield chunk
     except timeout_exceptions() as err:
         raise openai.APITimeoutError(request=http.request) from err

@@ -23,6 +23,7 @@ class ProviderPool:
         self._config = config
         self._env = env
         self._providers: dict[str, Provider] = {}
+        self._retired: list[Provider] = []
 
     async def get(self, name: str) -> Provider:
         """The provider configured as `providers.<name>`."""
@@ -35,9 +36,17 @@ class ProviderPool:
             provider = self._providers.setdefault(name, create_provider(name, config, self._env))
         return provider
 
+    def forget_keys(self) -> None:
+        """The stored keys changed (a logout): every provider is made anew on next use, and
+        reads its key again. The old ones are closed at shutdown, not now: a running turn
+        may still be streaming from one."""
+        self._retired.extend(self._providers.values())
+        self._providers = {}
+
     async def aclose(self) -> None:
         """Release every provider's HTTP client."""
-        providers, self._providers = list(self._providers.values()), {}
+        providers, self._providers = [*self._retired, *self._providers.values()], {}
+        self._retired = []
         for provider in providers:
             try:
                 await provider.aclose()

@@ -10,15 +10,21 @@ the network on first use; we look for its cached file first), else with an estim
     per request    + 3  (the reply's priming)
     per image      765  (a 1024x1024 image at high detail on OpenAI; Anthropic's
                           (w*h)/750 comes to ~1400 for the same image)
+    per document  2000 a page (a PDF's `/Type /Page` objects, else one per 50 kB)
     per tool call / result / tool definition   + 3 / + 3 / + 8 for their framing
 
 The estimate matters only where a server reports no usage, so it aims at "about right"
 for the context meter, not at billing. Counting is incremental: a message is tokenized
 once, and again only when its parts change (see `TokenCounter.count_messages`).
 
-`UsageMeter` turns each model call into the figures the engine reports: `used` (context
-taken by the last call: the reported input, cache and output tokens, or the counter's
-estimate of the history) and the session's cost from the model's `Prices`.
+`UsageMeter` turns each model call into the figures the engine reports: `used`, the
+context the next request would carry, and the session's cost from the model's `Prices`.
+A finished call's report (its input, cache and output tokens: the request and the reply,
+both of which the next request carries) is the figure; the messages added after it (tool
+results, the next prompt) and every call that broke off (cancelled, failed: its report
+describes a request, not the history as it now stands) add the counter's estimate of
+what they added to the last figure, so the meter never jumps between a vendor's count and
+ours. With no figure to start from, the whole request is estimated.
 
 `Usage` fields are disjoint: `input_tokens` excludes cache reads and writes, as the
 providers report it (OpenAI's totals are split by the mappers).
@@ -26,20 +32,24 @@ providers report it (OpenAI's totals are split by the mappers).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import math
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
     Part,
+    ResourceLinkPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -49,7 +59,7 @@ from ..messages import (
 )
 
 if TYPE_CHECKING:
-    from ..config import Prices
+    from ..config import LongContextPrices, Prices
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,10 @@ CHARS_PER_TOKEN = 4
 MESSAGE_TOKENS = 4
 REQUEST_TOKENS = 3
 IMAGE_TOKENS = 765
+DOCUMENT_PAGE_TOKENS = 2_000
+"""A PDF page: its text (Anthropic: 1,500-3,000 tokens a page) plus the page's image."""
+PDF_BYTES_PER_PAGE = 50_000
+"""For a PDF whose pages cannot be counted."""
 TOOL_CALL_TOKENS = 3
 TOOL_RESULT_TOKENS = 3
 TOOL_SPEC_TOKENS = 8
@@ -218,6 +232,12 @@ class TokenCounter:
                 return self.count_text(text)
             case ImagePart():
                 return IMAGE_TOKENS
+            case DocumentPart():
+                return document_tokens(part)
+            case ResourceLinkPart(context=context):
+                return self.count_text(part.link) + sum(
+                    self._count_part(item) for item in context or ()
+                )
             case ToolCallPart(name=name, arguments=arguments):
                 return (
                     TOOL_CALL_TOKENS
@@ -234,20 +254,39 @@ class TokenCounter:
         return self._encoder
 
 
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def document_tokens(part: DocumentPart) -> int:
+    """About what a document costs a model that reads it: per page."""
+    try:
+        data = base64.b64decode(part.data)
+    except ValueError:
+        return DOCUMENT_PAGE_TOKENS
+    pages = len(_PDF_PAGE.findall(data)) or math.ceil(len(data) / PDF_BYTES_PER_PAGE)
+    return max(1, pages) * DOCUMENT_PAGE_TOKENS
+
+
 def cost(usage: Usage, prices: Prices | None) -> float | None:
     """US dollars for `usage` at `prices` (per million tokens); None without prices.
 
-    Cache reads and writes use their own prices when given, else the input price.
+    Cache reads and writes use their own prices when given, else the input price. A call
+    whose input (cache included) passes `prices.long_context.above` tokens is charged the
+    long-context rates for all its tokens.
     """
     if prices is None:
         return None
-    cache_read = prices.cache_read if prices.cache_read is not None else prices.input
-    cache_write = prices.cache_write if prices.cache_write is not None else prices.input
+    rates: Prices | LongContextPrices = prices
+    read = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    if prices.long_context is not None and read > prices.long_context.above:
+        rates = prices.long_context
+    cache_read = rates.cache_read if rates.cache_read is not None else rates.input
+    cache_write = rates.cache_write if rates.cache_write is not None else rates.input
     dollars_per_million = (
-        usage.input_tokens * prices.input
+        usage.input_tokens * rates.input
         + usage.cache_read_tokens * cache_read
         + usage.cache_write_tokens * cache_write
-        + usage.output_tokens * prices.output
+        + usage.output_tokens * rates.output
     )
     return dollars_per_million / _TOKENS_PER_MILLION
 
@@ -284,6 +323,9 @@ class UsageMeter:
         self.last: Reading | None = None
         self.messages: int | None = None
         """How many messages of the history `last` covers (None: not known)."""
+        self._prompt: tuple[str, tuple[ToolSpec, ...]] = ("", ())
+        """The system prompt and tools of the last request: estimated when nothing else
+        covers them."""
 
     def after_call(
         self,
@@ -292,19 +334,58 @@ class UsageMeter:
         *,
         system: str = "",
         tools: Sequence[ToolSpec] = (),
+        finished: bool = True,
     ) -> Reading:
-        """Account for one finished (or failed) model call.
+        """Account for one model call.
 
-        `history`: the conversation after the call, its reply included; `reported`: the
-        last `Usage` event of the call, or None if none came; `system` and `tools`: what
-        the request carried, counted when the vendor reported nothing.
+        `history`: the conversation after the call, with what it replied (also the part
+        of a reply a call streamed before it broke off); `reported`: the last `Usage` event
+        of the call, or None if none came; `system` and `tools`: what the request carried;
+        `finished`: False for a call that was cancelled or failed.
+
+        A call is charged what it reported; without a report, a finished call and one that
+        broke off after replying something are charged the estimate (a call that failed
+        before any reply was, as far as we know, not billed).
         """
-        if reported is not None and context_tokens(reported) > 0:
-            usage, estimated = reported, False
-        else:  # no report, or a server that sends zeros
-            usage, estimated = self._estimate(history, system, tools), True
-        used = context_tokens(usage)
-        self.charge(usage)
+        self._prompt = (system, tuple(tools))
+        charged = False
+        if reported is not None and context_tokens(reported) > 0:  # zeros: no report
+            self.charge(reported)
+            if finished:
+                return self._read(context_tokens(reported), history, estimated=False)
+            charged = True
+        used, estimated, reply = self._grown(history)
+        if not charged and (finished or reply):
+            self.charge(Usage(input_tokens=max(0, used - reply), output_tokens=reply))
+        return self._read(used, history, estimated)
+
+    def after_change(self, history: Sequence[Message]) -> Reading | None:
+        """The figure for a history that changed without a model call since the last one
+        (the results of a tool round the turn ended in); None when nothing changed, or no
+        figure was taken yet (the next call measures it all)."""
+        if self.last is None or self.messages is None or self.messages == len(history):
+            return None
+        used, estimated, _ = self._grown(history)
+        return self._read(used, history, estimated)
+
+    def _grown(self, history: Sequence[Message]) -> tuple[int, bool, int]:
+        """(tokens, estimated, reply): the context `history` takes, as the last figure plus
+        an estimate of the messages added since (all of it, without a figure that covers
+        its start); `reply`: the tokens of a reply among the added messages, if it ends
+        in one."""
+        counts = self.counter.message_counts(history)
+        covered = self.messages
+        last = self.last
+        if last is None or covered is None or covered > len(history):
+            system, tools = self._prompt
+            used = REQUEST_TOKENS + self.counter.count_prompt(system, tools) + sum(counts)
+            covered, estimated = 0, True
+        else:
+            used, estimated = last.used + sum(counts[covered:]), last.estimated
+        ends_in_reply = len(history) > covered and history[-1].role == "assistant"
+        return used, estimated, counts[-1] if ends_in_reply else 0
+
+    def _read(self, used: int, history: Sequence[Message], estimated: bool) -> Reading:
         self.last = Reading(used=used, cost_usd=self.cost_usd, estimated=estimated)
         self.messages = len(history)
         return self.last
@@ -315,13 +396,3 @@ class UsageMeter:
         call_cost = cost(usage, self.prices)
         if call_cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + call_cost
-
-    def _estimate(
-        self, history: Sequence[Message], system: str, tools: Sequence[ToolSpec]
-    ) -> Usage:
-        counter = self.counter
-        counts = counter.message_counts(history)
-        request = REQUEST_TOKENS + counter.count_prompt(system, tools) + sum(counts)
-        # The reply, if the call produced one, is output; the rest was the request.
-        output = counts[-1] if history and history[-1].role == "assistant" else 0
-        return Usage(input_tokens=request - output, output_tokens=output)

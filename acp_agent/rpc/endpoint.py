@@ -332,7 +332,7 @@ class Endpoint:
             reply = _Reply(error=exc)
         except Exception as exc:
             log.exception("%s failed", _clip(method))
-            reply = _Reply(error=RpcError(INTERNAL_ERROR, _short_failure(method, exc)))
+            reply = _Reply(error=RpcError(INTERNAL_ERROR, short_failure(method, exc)))
         return reply
 
     async def _receive_notification(self, handler: Handler, method: str, params: Any) -> None:
@@ -449,7 +449,7 @@ def _response(request_id: RequestId, reply: _Reply) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": reply.result}
 
 
-def _short_failure(method: str, exc: Exception, limit: int = 300) -> str:
+def short_failure(method: str, exc: Exception, limit: int = 300) -> str:
     """One line for the peer: the exception type and the first line of its message."""
     lines = str(exc).strip().splitlines()
     detail = lines[0].strip() if lines else ""
@@ -493,4 +493,11 @@ def _error_from_wire(error: Any) -> RpcError:
     )
 
 
-__all__ = ["CANCEL_REQUEST", "METHOD_NOT_FOUND", "Endpoint", "Handler", "RequestId"]
+__all__ = [
+    "CANCEL_REQUEST",
+    "METHOD_NOT_FOUND",
+    "Endpoint",
+    "Handler",
+    "RequestId",
+    "short_failure",
+]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Literal
 
@@ -26,11 +27,17 @@ class LocalClient:
     """Implements `rpc.endpoint.Handler` for the runner."""
 
     def __init__(
-        self, console: Console, terminals: _local.Terminals, permissions: Permissions
+        self,
+        console: Console,
+        terminals: _local.Terminals,
+        permissions: Permissions,
+        observe: Callable[[Any], None] | None = None,
     ) -> None:
         self._console = console
         self._terminals = terminals
         self.permissions = permissions
+        self._observe = observe
+        """Also sees every `session/update` payload (the transcript for --output json)."""
 
     def receive_request(self, method: str, params: Any) -> Work:
         return partial(self._answer, method, params)
@@ -59,6 +66,8 @@ class LocalClient:
     async def handle_notification(self, method: str, params: Any) -> None:
         if method == "session/update" and isinstance(params, dict):
             self._console.show_update(params.get("update"))
+            if self._observe is not None:
+                self._observe(params.get("update"))
 
 
 class Permissions:
@@ -129,7 +138,10 @@ class Permissions:
             self._console.notice(f"  {number}) {option.get('name') or option.get('kind')}")
         while True:
             self._console.prompt(f"choose 1-{len(options)}: ")
-            line = await _read_tty_line()
+            try:
+                line = await _read_tty_line()
+            finally:
+                self._console.answered()
             if line is None:  # end of input: no consent
                 return self._choose(options, ("reject_once", "reject_always"), title, "no answer")
             chosen = _pick(options, line)

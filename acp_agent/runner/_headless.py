@@ -1,5 +1,8 @@
 """One headless run: validate the config, start the agent, send one prompt, print the turn.
 
+The reply streams to stdout (`--output text`), or the turn is printed as JSON at the end or
+as it happens (`_output.py`). The agent's log goes to the run logs (`_logs.py`).
+
 Exit codes: 0 the turn ended normally (`end_turn`); 1 the agent answered with an error or
 died; 2 bad configuration or usage (nothing was started); 3 the turn stopped short
 (`max_tokens`, `max_turn_requests`, `refusal`); 130 cancelled with Ctrl-C.
@@ -9,29 +12,33 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import signal
 import sys
-import tempfile
+import time
 import traceback
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import Process
 
-from .. import __version__
+from .. import __version__, paths
 from ..child_env import child_environment
-from ..config import CONFIG_ENV_VAR, AgentConfig, ConfigError, EchoProviderConfig, load_config
+from ..config import AgentConfig, ConfigError, EchoProviderConfig
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import ConnectionClosed, RpcError
 from ..rpc.framing import StreamSink, StreamSource
-from ._client import LocalClient, PermissionMode, Permissions
+from ._client import LocalClient, Permissions
 from ._console import Console
 from ._local import Terminals
+from ._logs import open_run_log
+from ._options import RunOptions, UsageError, run_options
+from ._output import JsonLines, Transcript
+from ._status import REFRESH_SECONDS
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -50,36 +57,23 @@ STOPPED_SHORT = {
 }
 
 
-class UsageError(Exception):
-    """Bad command-line input; the message is ready to show."""
-
-
 class AgentMisbehaved(Exception):
     """The agent answered, but not with something a v1 client can use."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    prompt: str
-    config_path: str | None
-    cwd: Path
-    permissions: PermissionMode
-    debug: bool
-    log_level: str | None
-    """None: the config file's, else info."""
-
-
 def run_headless(args: argparse.Namespace) -> int:
-    console = Console(sys.stdout, sys.stderr)
+    output = getattr(args, "output", None) or "text"
+    debug = bool(getattr(args, "debug", False))
+    # The status line shares stderr with the agent's log under --debug: not then.
+    console = Console(sys.stdout, sys.stderr, show_reply=output == "text", status=not debug)
     try:
-        options = _options(args)
-        config = load_config(options.config_path, os.environ)
+        options, config = run_options(args, os.environ)
     except (ConfigError, UsageError) as exc:
         console.notice(f"acp-agent: {exc}")
         return EXIT_USAGE
-    console.notice(f"acp-agent: {_describe(config, options.config_path)}")
+    console.notice(f"acp-agent: {_describe(config, options)}")
     try:
-        return anyio.run(_run, options, console, child_environment(os.environ, config))
+        return anyio.run(_run, options, console, child_environment(os.environ, config), config)
     except KeyboardInterrupt:  # Ctrl-C before our own handler was installed
         console.finish()
         console.notice("acp-agent: cancelled")
@@ -91,46 +85,43 @@ def run_headless(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
 
-def _options(args: argparse.Namespace) -> RunOptions:
-    cwd = Path(os.path.abspath(args.cwd or os.getcwd()))
-    if not cwd.is_dir():
-        raise UsageError(f"--cwd: not a directory: {cwd}")
-    # `run --config` wins over the top-level `--config`; either names the same kind of file.
-    config_path = getattr(args, "run_config", None) or getattr(args, "config", None)
-    permissions: PermissionMode
-    if args.yes:
-        permissions = "approve"
-    elif sys.stdin.isatty():
-        permissions = "ask"
-    else:
-        permissions = "reject"
-    return RunOptions(
-        prompt=" ".join(args.prompt),
-        config_path=os.path.abspath(config_path) if config_path else None,
-        cwd=cwd,
-        permissions=permissions,
-        debug=bool(getattr(args, "debug", False)),
-        log_level=getattr(args, "log_level", None),
-    )
-
-
-def _describe(config: AgentConfig, config_path: str | None) -> str:
+def _describe(config: AgentConfig, options: RunOptions) -> str:
     """Which configuration and model the agent will use, and how to change it."""
-    choice, provider, _ = config.find_model(config.default_choice)
-    from_file = config_path or os.environ.get(CONFIG_ENV_VAR)
+    choice, provider, _ = config.find_model(options.model or config.default_choice)
+    from_file = paths.config_path(options.config_path) is not None
     if isinstance(provider, EchoProviderConfig) and not from_file:
-        return "using built-in echo provider (no API key found; set OPENAI_API_KEY or use --config)"
+        return (
+            "using built-in echo provider (no API key found; set OPENAI_API_KEY, or write a "
+            "config with: acp-agent config init PROVIDER)"
+        )
     return f"using {choice} from {config.source}"
 
 
-async def _run(options: RunOptions, console: Console, child_env: Mapping[str, str]) -> int:
-    return await _Run(options, console, child_env).main()  # cancel scopes need a running loop
+async def _run(
+    options: RunOptions, console: Console, child_env: Mapping[str, str], config: AgentConfig
+) -> int:
+    # Cancel scopes need a running loop.
+    return await _Run(options, console, child_env, config).main()
 
 
 class _Run:
-    def __init__(self, options: RunOptions, console: Console, child_env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        options: RunOptions,
+        console: Console,
+        child_env: Mapping[str, str],
+        config: AgentConfig,
+    ) -> None:
         self._options = options
         self._console = console
+        self._started = time.monotonic()
+        self._model = options.model or config.default_choice
+        self._transcript = Transcript()
+        self._events = JsonLines(sys.stdout) if options.output == "stream-json" else None
+        self._held: list[dict[str, Any]] | None = [] if self._events is not None else None
+        self._stop_reason: str | None = None
+        self._error: str | None = None
+        self._turn_usage: Any = None
         # For the terminals the agent asks for; the agent itself inherits all of ours, keys
         # included: that is how it reaches its model.
         self._child_env = child_env
@@ -150,10 +141,11 @@ class _Run:
         try:
             async with anyio.create_task_group() as tg:
                 terminals = Terminals(tg, self._options.cwd, self._child_env)
-                client = LocalClient(self._console, terminals, self._permissions)
+                client = LocalClient(self._console, terminals, self._permissions, self._observe)
                 # No drain: once the agent is gone, nobody waits for our answers.
                 tg.start_soon(functools.partial(endpoint.serve, client, drain_timeout=0))
                 tg.start_soon(self._watch_interrupts, process, endpoint)
+                tg.start_soon(self._show_status)
                 with self._conversation:
                     code = await self._converse(endpoint)
                 if self._conversation.cancelled_caught:
@@ -162,29 +154,98 @@ class _Run:
                 await terminals.close()
                 await _stop_agent(process)  # its exit ends `serve`
                 tg.cancel_scope.cancel()  # and this the interrupt watcher
+        except Exception as exc:
+            self._error = self._error or f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             await _stop_agent(process)  # a no-op unless something above failed
             self._console.finish()
-            _keep_log_on_failure(self._console, log_path, code)
+            _point_at_log_on_failure(self._console, log_path, code)
+            self._report(code)
         return code
 
     async def _start_agent(self) -> tuple[Path | None, Process]:
-        """The agent as a child; its stderr goes to a temporary log unless --debug."""
+        """The agent as a child; its stderr goes to a run log unless --debug."""
+        options = self._options
         command = [sys.executable, "-m", "acp_agent"]
-        level = "debug" if self._options.debug else self._options.log_level
+        level = "debug" if options.debug else options.log_level
         if level is not None:
             command += ["--log-level", level]
-        if self._options.config_path:
-            command += ["--config", self._options.config_path]
+        if options.log_file:
+            command += ["--log-file", options.log_file]
+        if options.config_path:
+            command += ["--config", options.config_path]
+        env = {**os.environ, **options.agent_env} if options.agent_env else None
         # The agent leads its own session: a Ctrl-C typed on the terminal reaches only us,
         # and we turn it into session/cancel.
-        if self._options.debug:
-            return None, await anyio.open_process(command, stderr=None, start_new_session=True)
-        fd, name = tempfile.mkstemp(prefix="acp-agent-run-", suffix=".log")
+        if options.debug:
+            process = await anyio.open_process(
+                command, stderr=None, env=env, start_new_session=True
+            )
+            return None, process
+        fd, path = open_run_log(options.log_dir)
         try:
-            return Path(name), await anyio.open_process(command, stderr=fd, start_new_session=True)
+            process = await anyio.open_process(command, stderr=fd, env=env, start_new_session=True)
+            return path, process
         finally:
             os.close(fd)  # the child holds its own copy
+
+    # --- what is shown -------------------------------------------------------------------
+
+    def _observe(self, update: Any) -> None:
+        self._transcript.add(update)
+        if self._events is not None and isinstance(update, dict):
+            event = {"type": "update", "update": update}
+            if self._held is None:
+                self._events.emit(event)
+            else:
+                self._held.append(event)
+
+    def _announce_session(self, session_id: str) -> None:
+        """stream-json: the `session` event comes first, then the updates held until now
+        (one may arrive before our `session/new` waiter wakes)."""
+        if self._events is None or self._held is None:
+            return
+        held, self._held = self._held, None
+        self._events.emit(
+            {
+                "type": "session",
+                "sessionId": session_id,
+                "model": self._model,
+                "cwd": str(self._options.cwd),
+            }
+        )
+        for event in held:
+            self._events.emit(event)
+
+    async def _show_status(self) -> None:
+        frame = 0
+        while True:
+            elapsed = time.monotonic() - self._started
+            self._console.refresh_status(self._model, elapsed, frame)
+            frame += 1
+            await anyio.sleep(REFRESH_SECONDS)
+
+    def _report(self, code: int) -> None:
+        """--output json / stream-json: the result object, the run's last word on stdout."""
+        if self._options.output == "text":
+            return
+        result = self._transcript.result(
+            session_id=self._session_id,
+            model=self._model,
+            stop_reason=self._stop_reason,
+            exit_code=code,
+            error=self._error,
+            duration_ms=round((time.monotonic() - self._started) * 1000),
+            turn_usage=self._turn_usage,
+        )
+        if self._events is not None:
+            for event in self._held or ():  # the run ended before a session was announced
+                self._events.emit(event)
+            self._events.emit(result)
+        else:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.flush()
 
     # --- the conversation ----------------------------------------------------------------
 
@@ -192,6 +253,8 @@ class _Run:
         try:
             await self._initialize(endpoint)
             self._session_id = await self._new_session(endpoint)
+            self._announce_session(self._session_id)
+            await self._choose_model(endpoint, self._session_id)
             self._prompting = True
             try:
                 result = await endpoint.request(
@@ -212,6 +275,8 @@ class _Run:
         except AgentMisbehaved as exc:
             return self._failed(str(exc))
         stop = result.get("stopReason") if isinstance(result, dict) else None
+        if isinstance(result, dict):
+            self._turn_usage = result.get("usage")
         return self._stopped(stop)
 
     async def _initialize(self, endpoint: Endpoint) -> None:
@@ -222,6 +287,8 @@ class _Run:
                 "clientCapabilities": {
                     "fs": {"readTextFile": True, "writeTextFile": True},
                     "terminal": True,
+                    # Retry waits and the like print as `notice:` lines, not as thoughts.
+                    "session": {"notices": {}},
                 },
                 "clientInfo": {"name": "acp-agent-run", "version": __version__},
             },
@@ -237,9 +304,22 @@ class _Run:
         session_id = response.get("sessionId") if isinstance(response, dict) else None
         if not isinstance(session_id, str):
             raise AgentMisbehaved("session/new returned no sessionId")
+        current = _current_model(response)
+        if current is not None and self._options.model is None:
+            self._model = current
         return session_id
 
+    async def _choose_model(self, endpoint: Endpoint, session_id: str) -> None:
+        """--model: switch the new session to it, as an editor's model picker does."""
+        if self._options.model is None:
+            return
+        await endpoint.request(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "model", "value": self._options.model},
+        )
+
     def _stopped(self, stop: Any) -> int:
+        self._stop_reason = stop if isinstance(stop, str) else None
         if stop == "end_turn":
             return EXIT_OK
         if stop == "cancelled":
@@ -251,6 +331,7 @@ class _Run:
         return self._failed(f"unexpected stop reason {stop!r}")
 
     def _failed(self, message: str) -> int:
+        self._error = message
         self._console.notice(f"acp-agent: error: {message}")
         return EXIT_ERROR
 
@@ -295,10 +376,20 @@ def _kill_agent(process: Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _keep_log_on_failure(console: Console, log_path: Path | None, code: int) -> None:
+def _current_model(response: Any) -> str | None:
+    """The model a new session starts on, from its `model` config option."""
+    options = response.get("configOptions") if isinstance(response, dict) else None
+    for option in options if isinstance(options, list) else ():
+        if isinstance(option, dict) and option.get("id") == "model":
+            value = option.get("currentValue")
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _point_at_log_on_failure(console: Console, log_path: Path | None, code: int) -> None:
+    """Run logs are kept (the newest few); a failed run says where its log is."""
     if log_path is None:
         return
-    if code == EXIT_ERROR and log_path.stat().st_size > 0:
-        console.notice(f"acp-agent: the agent's log is in {log_path}")
-    else:
-        log_path.unlink(missing_ok=True)
+    with suppress(OSError):
+        if code == EXIT_ERROR and log_path.stat().st_size > 0:
+            console.notice(f"acp-agent: the agent's log is in {log_path}")

@@ -31,15 +31,17 @@ from typing import Literal
 
 import anyio
 
-from ..engine import ModelSettings, ModelSetup
+from ..engine import ModelSettings, ModelSetup, retry_notice
 from ..messages import (
     CompactionFinished,
     CompactionStarted,
     CompactionSummaryChunk,
+    DocumentPart,
     ImagePart,
     Message,
     MessageChunk,
     ModelStopReason,
+    ResourceLinkPart,
     RetryNotice,
     Role,
     Stop,
@@ -182,6 +184,11 @@ def as_plain_text(messages: Sequence[Message]) -> list[Message]:
                     pieces.append(text)
                 case ImagePart(mime_type=mime_type):
                     pieces.append(f"[image: {mime_type}]")
+                case DocumentPart(name=name):
+                    pieces.append(f"[document: {name}]")
+                case ResourceLinkPart(context=context):
+                    pieces.append(part.link)
+                    pieces.extend(_mentioned(item) for item in context or ())
                 case ToolCallPart(id=call_id, name=name, arguments=arguments):
                     names[call_id] = name
                     shown = _clip(json.dumps(arguments, ensure_ascii=False), CLIPPED_ARGUMENT_CHARS)
@@ -207,9 +214,11 @@ async def summarise(
     request: ModelRequest,
     on_text: Callable[[str], Awaitable[None]],
     meter: UsageMeter,
+    on_notice: Emit | None = None,
 ) -> str:
     """The model's summary, streamed to `on_text` as it comes; its cost is charged to
-    `meter`. Raises `CompactionFailed` or `ProviderError`."""
+    `meter`; retry waits go to `on_notice` as notices. Raises `CompactionFailed` or
+    `ProviderError`."""
     text: list[str] = []
     stop: ModelStopReason | None = None
     reported: Usage | None = None
@@ -224,10 +233,13 @@ async def summarise(
                         reported = usage
                     case Stop(reason=reason):
                         stop = reason
-                    case RetryNotice(restarts_reply=True):
-                        # The next attempt's whole reply replaces this one (also on screen,
-                        # when the finished compaction reports the summary).
-                        text, stop, reported = [], None, None
+                    case RetryNotice(restarts_reply=restarts):
+                        if restarts:
+                            # The next attempt's whole reply replaces this one (also on
+                            # screen, when the finished compaction reports the summary).
+                            text, stop, reported = [], None, None
+                        if on_notice is not None:
+                            await on_notice(retry_notice(event))
                     case _:
                         pass  # thinking, tool calls: not part of a summary
     finally:
@@ -290,7 +302,7 @@ class Compactor:
 
         request = summary_request(setup.settings, history[:cut], focus)
         try:
-            summary = await summarise(setup, request, stream, session.usage)
+            summary = await summarise(setup, request, stream, session.usage, self._emit)
         except (CompactionFailed, ProviderError) as exc:
             log.warning("session %s: compaction failed: %s", session.id, exc)
             await self._finish(CompactionFinished(compaction_id, "failed", error=str(exc)))
@@ -410,6 +422,17 @@ def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} more characters]"
+
+
+def _mentioned(part: TextPart | ImagePart | DocumentPart) -> str:
+    """What was read for a mention, as the summary request shows it (clipped like results)."""
+    match part:
+        case TextPart(text=text):
+            return _clip(text, CLIPPED_RESULT_CHARS)
+        case ImagePart(mime_type=mime_type):
+            return f"[image: {mime_type}]"
+        case DocumentPart(name=name):
+            return f"[document: {name}]"
 
 
 def _result_text(result: ToolResultPart) -> str:

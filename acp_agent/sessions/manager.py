@@ -59,8 +59,11 @@ THOUGHT_LEVEL = "thought_level"
 MODE = "mode"
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
 MODEL_COMMAND = "model"
+MODE_COMMAND = "mode"
 MCP_COMMAND = "mcp"
 COMPACT_COMMAND = "compact"
+HELP_COMMAND = "help"
+OUR_COMMANDS = (MODEL_COMMAND, MODE_COMMAND, MCP_COMMAND, COMPACT_COMMAND, HELP_COMMAND)
 CLOSE_SECONDS = 10.0
 """Time a closed session's cancelled turn has to finish before its log is closed."""
 INTERRUPTED_RESULT = "Not run: the session ended before this tool call finished."
@@ -80,7 +83,10 @@ class ChoiceError(ValueError):
 class PromptOutcome:
     stop_reason: TurnStopReason
     choices_changed: bool = False
-    """A slash command changed the session's model (the editor's pickers need updating)."""
+    """A slash command changed the session's model or mode (the editor's pickers need
+    updating)."""
+    mode_changed: bool = False
+    """A slash command changed the session's mode (clients that know only modes are told)."""
 
 
 class SessionManager:
@@ -109,7 +115,10 @@ class SessionManager:
             link,
             providers,
             self._servers,
-            dict(tools) if tools is not None else builtin_tools(),
+            # ask_user only where the editor can show its form.
+            dict(tools)
+            if tools is not None
+            else builtin_tools(ask_user="form" in link.elicitation_modes),
             env=env,
             background=background,
         )
@@ -399,13 +408,21 @@ class SessionManager:
     def commands(self, session_id: str) -> tuple[CommandInfo, ...]:
         """What the user may type as `/name argument`: ours, then the MCP servers' prompts."""
         ours = (
-            CommandInfo(MODEL_COMMAND, "Switch the model (no argument: list)", "provider/model"),
+            CommandInfo(
+                MODEL_COMMAND, "Switch the model (no argument: list the models)", "provider/model"
+            ),
+            CommandInfo(
+                MODE_COMMAND,
+                "Switch what the agent may do without asking (no argument: list the modes)",
+                " | ".join(mode.id for mode in MODES),
+            ),
             CommandInfo(MCP_COMMAND, "Show the MCP servers, their state and tools"),
             CommandInfo(
                 COMPACT_COMMAND,
                 "Summarise the older turns to free context (optionally: what to keep in focus)",
                 "focus (optional)",
             ),
+            CommandInfo(HELP_COMMAND, "List the commands"),
         )
         prompts = tuple(
             CommandInfo(
@@ -433,12 +450,17 @@ class SessionManager:
         self, session: Session, name: str, argument: str, place: int | None
     ) -> PromptOutcome | None:
         """Run a slash command; None when `name` is none of ours (the text goes to the model)."""
-        if name in (MODEL_COMMAND, MCP_COMMAND, COMPACT_COMMAND):
+        if name in OUR_COMMANDS:
             # Not for the model, but shown again when the session is loaded.
             typed = TextPart(f"/{name} {argument}".rstrip())
             self._logs[session.id].append(EventRecord(UserMessageChunk(typed, _new_id())))
         if name == MODEL_COMMAND:
             return await self._model_command(session, argument)
+        if name == MODE_COMMAND:
+            return await self._mode_command(session, argument)
+        if name == HELP_COMMAND:
+            await self._reply(session, self._help(session.id))
+            return PromptOutcome("end_turn")
         if name == MCP_COMMAND:
             await self._reply(session, self._servers.describe(session.id))
             return PromptOutcome("end_turn")
@@ -486,18 +508,50 @@ class SessionManager:
         await self._link.channel(session.id).emit(reply)
 
     async def _model_command(self, session: Session, argument: str) -> PromptOutcome:
-        """`/model` lists the models, `/model provider/model` switches; no model call."""
-        if argument:
+        """`/model` lists the models, `/model provider/model` switches; no model call. An
+        unknown model is answered with the list, as a reply: the prompt did not fail."""
+        listed = "\n".join(
+            f"- {choice}{'  (current)' if choice == session.model_choice else ''}"
+            for choice, _, _ in self._config.model_choices()
+        )
+        listing = f"Models:\n{listed}\n\nSwitch with /model provider/model."
+        if not argument:
+            await self._reply(session, listing)
+            return PromptOutcome("end_turn")
+        try:
             self.choose(session.id, MODEL, argument)
-            reply = f"Model set to {argument}."
-        else:
-            listed = "\n".join(
-                f"- {choice}{'  (current)' if choice == session.model_choice else ''}"
-                for choice, _, _ in self._config.model_choices()
-            )
-            reply = f"Models:\n{listed}\n\nSwitch with /model provider/model."
-        await self._reply(session, reply)
-        return PromptOutcome("end_turn", choices_changed=bool(argument))
+        except ChoiceError:
+            await self._reply(session, f"There is no model {argument!r}.\n\n{listing}")
+            return PromptOutcome("end_turn")
+        await self._reply(session, f"Model set to {argument}.")
+        return PromptOutcome("end_turn", choices_changed=True)
+
+    async def _mode_command(self, session: Session, argument: str) -> PromptOutcome:
+        """`/mode` lists the modes, `/mode id` switches (from the next tool call, also in a
+        running turn); an unknown mode is answered with the list."""
+        listed = "\n".join(
+            f"- {mode.id}: {mode.description}{'  (current)' if mode.id == session.mode else ''}"
+            for mode in MODES
+        )
+        listing = f"Modes:\n{listed}\n\nSwitch with /mode id."
+        if not argument:
+            await self._reply(session, listing)
+            return PromptOutcome("end_turn")
+        try:
+            self.choose(session.id, MODE, argument)
+        except ChoiceError:
+            await self._reply(session, f"There is no mode {argument!r}.\n\n{listing}")
+            return PromptOutcome("end_turn")
+        name = next(mode.name for mode in MODES if mode.id == session.mode)
+        await self._reply(session, f"Mode set to {name} ({session.mode}).")
+        return PromptOutcome("end_turn", choices_changed=True, mode_changed=True)
+
+    def _help(self, session_id: str) -> str:
+        lines = [
+            f"- /{c.name}{f' {c.hint}' if c.hint else ''}: {c.description}"
+            for c in self.commands(session_id)
+        ]
+        return "Commands:\n" + "\n".join(lines)
 
 
 def _new_id() -> str:

@@ -93,7 +93,12 @@ def outcome_of(result: McpToolResult) -> ToolOutcome:
     text = result.text
     if result.is_error:
         raise ToolFailed(text if result.content or result.structured else ERROR_WITHOUT_MESSAGE)
-    return ToolOutcome(model_text=text, display=(TextPart(text),), model_parts=result.model_parts())
+    return ToolOutcome(
+        model_text=text,
+        display=(TextPart(text),),
+        model_parts=result.model_parts(),
+        raw_output=result.structured,  # the server's machine-readable result, when it gave one
+    )
 
 
 __all__ = ["McpArguments", "McpTool", "mcp_tools", "outcome_of", "tool_kind"]

@@ -69,7 +69,7 @@ class TurnRecorder:
 
 def _as_shown_later(event: TurnEvent) -> TurnEvent | None:
     """The event as a loaded session shows it again; None for what only matters live
-    (usage figures, a command's live output)."""
+    (usage figures, notices, a command's live output)."""
     match event:
         case ToolCallStarted() | PlanUpdated():
             return event

@@ -39,15 +39,19 @@ from ..messages import (
     CompactionStatus,
     CompactionSummaryChunk,
     DiffContent,
+    DocumentPart,
     ImagePart,
     Location,
     Message,
     MessageChunk,
+    Notice,
+    NoticeSeverity,
     Part,
     PlanEntry,
     PlanPriority,
     PlanStatus,
     PlanUpdated,
+    ResourceLinkPart,
     Role,
     SessionInfoChanged,
     TerminalContent,
@@ -372,6 +376,7 @@ _TOOL_STATUSES: Final = frozenset(get_args(ToolStatus))
 _PLAN_PRIORITIES: Final = frozenset(get_args(PlanPriority))
 _PLAN_STATUSES: Final = frozenset(get_args(PlanStatus))
 _COMPACTION_STATUSES: Final = frozenset(get_args(CompactionStatus))
+_NOTICE_SEVERITIES: Final = frozenset(get_args(NoticeSeverity))
 
 
 def _tagged(d: Json, table: Mapping[str, Callable[[Json], Any]], what: str) -> Any:
@@ -392,6 +397,14 @@ def part_to_json(part: Part) -> Json:
             return {"kind": "text", "text": text}
         case ImagePart(data=data, mime_type=mime_type):
             return {"kind": "image", "data": data, "mime_type": mime_type}
+        case DocumentPart(data=data, mime_type=mime_type, name=name):
+            return {"kind": "document", "data": data, "mime_type": mime_type, "name": name}
+        case ResourceLinkPart(uri=uri, name=name, mime_type=mime_type, context=context):
+            link: Json = {"kind": "resource_link", "uri": uri, "name": name}
+            _put(link, "mime_type", mime_type)
+            if context is not None:
+                link["context"] = [part_to_json(item) for item in context]
+            return link
         case ThinkingPart(text=text, provider_data=provider_data):
             d: Json = {"kind": "thinking", "text": text}
             _put(d, "provider_data", provider_data)
@@ -423,9 +436,38 @@ def _media(d: Json) -> TextPart | ImagePart:
     raise RecordError(f"a {d['kind']} part cannot appear here, only text or image")
 
 
+def _mentioned(d: Json) -> TextPart | ImagePart | DocumentPart:
+    part = _tagged(d, _PART_READERS, "part")
+    if isinstance(part, TextPart | ImagePart | DocumentPart):
+        return part
+    raise RecordError(f"a {d['kind']} part cannot appear here, only text, image or document")
+
+
+def _typed(d: Json) -> TextPart | ImagePart | ResourceLinkPart | DocumentPart:
+    """A part of a user's prompt as they sent it (`UserMessageChunk`)."""
+    part = _tagged(d, _PART_READERS, "part")
+    if isinstance(part, TextPart | ImagePart | ResourceLinkPart | DocumentPart):
+        return part
+    raise RecordError(f"a {d['kind']} part is not part of a prompt")
+
+
+def _resource_link(d: Json) -> ResourceLinkPart:
+    context = d.get("context")
+    if context is not None and type(context) is not list:
+        raise _wrong("context", "a list", context)
+    return ResourceLinkPart(
+        _str(d, "uri"),
+        _str(d, "name"),
+        _opt_str(d, "mime_type"),
+        None if context is None else tuple(_mentioned(item) for item in context),
+    )
+
+
 _PART_READERS: Final[Mapping[str, Callable[[Json], Part]]] = {
     "text": _text_part,
     "image": _image_part,
+    "document": lambda d: DocumentPart(_str(d, "data"), _str(d, "mime_type"), _str(d, "name")),
+    "resource_link": _resource_link,
     "thinking": lambda d: ThinkingPart(_str(d, "text"), _opt_obj(d, "provider_data")),
     "tool_call": lambda d: ToolCallPart(_str(d, "id"), _str(d, "name"), _obj(d, "arguments")),
     "tool_result": lambda d: ToolResultPart(
@@ -527,6 +569,7 @@ def event_to_json(event: TurnEvent) -> Json:
                 "content": [_content_to_json(item) for item in event.content],
             }
             _put(d, "raw_input", event.raw_input)
+            _put(d, "name", event.name)
         case ToolCallUpdated():
             d = {"kind": "tool_call_updated", "id": event.id}
             _put(d, "status", event.status)
@@ -569,6 +612,11 @@ def event_to_json(event: TurnEvent) -> Json:
             _put(d, "summary", event.summary)
             _put(d, "error", event.error)
             _put(d, "share", event.share)
+        case Notice():
+            # Live only: the recorder keeps none; encoded like every event all the same.
+            d = {"kind": "notice", "title": event.title, "severity": event.severity}
+            _put(d, "description", event.description)
+            _put(d, "message_id", event.message_id)
         case _:
             raise RecordError(f"not a turn event: {type(event).__name__}")
     return d
@@ -604,6 +652,7 @@ def _tool_call_started(d: Json) -> ToolCallStarted:
         raw_input=_opt_obj(d, "raw_input"),
         locations=_locations(_list(d, "locations")),
         content=_contents(_list(d, "content")),
+        name=_opt_str(d, "name"),  # absent in records written before names were kept
     )
 
 
@@ -632,7 +681,7 @@ _EVENT_READERS: Final[Mapping[str, Callable[[Json], TurnEvent]]] = {
     "message_chunk": lambda d: MessageChunk(_str(d, "text"), _opt_str(d, "message_id")),
     "thought_chunk": lambda d: ThoughtChunk(_str(d, "text"), _opt_str(d, "message_id")),
     "user_message_chunk": lambda d: UserMessageChunk(
-        _media(_obj(d, "part")), _opt_str(d, "message_id")
+        _typed(_obj(d, "part")), _opt_str(d, "message_id")
     ),
     "tool_call_started": _tool_call_started,
     "tool_call_updated": _tool_call_updated,
@@ -649,6 +698,12 @@ _EVENT_READERS: Final[Mapping[str, Callable[[Json], TurnEvent]]] = {
         _str(d, "compaction_id"), _str(d, "text")
     ),
     "compaction_finished": _compaction_finished,
+    "notice": lambda d: Notice(
+        _str(d, "title"),
+        _opt_str(d, "description"),
+        cast(NoticeSeverity, _choice(d, "severity", _NOTICE_SEVERITIES)),
+        _opt_str(d, "message_id"),
+    ),
 }
 
 

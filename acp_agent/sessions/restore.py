@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..messages import (
+    DocumentPart,
     ImagePart,
     Message,
+    ResourceLinkPart,
     SessionInfoChanged,
     TerminalContent,
     TextPart,
@@ -96,7 +98,8 @@ def replay(records: Sequence[Record]) -> list[TurnEvent]:
                 events.extend(
                     UserMessageChunk(part, message_id)
                     for part in message.parts
-                    if isinstance(part, (TextPart, ImagePart))
+                    # A mention as the user typed it: the link, not what was read for it.
+                    if isinstance(part, (TextPart, ImagePart, ResourceLinkPart, DocumentPart))
                 )
             case EventRecord(event=event):
                 if (shown := _without_terminals(event, outputs)) is not None:

@@ -28,9 +28,8 @@ import json
 import logging
 import os
 import re
-import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from typing import Any, Final, TypeAlias
 import anyio
 import anyio.to_thread
 
+from ..paths import default_state_dir as default_state_dir  # where it lived first
 from .errors import RecordError, SessionCorrupt, SessionExists, SessionNotFound, StoreError
 from .records import Record, SessionHeader, TitleRecord, decode, encode, utc_now
 
@@ -54,24 +54,6 @@ _LOG_SUFFIX: Final = ".jsonl"
 _META_SUFFIX: Final = ".meta.json"
 _OWN_TIME: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 _O_BINARY: Final = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
-
-
-def default_state_dir(env: Mapping[str, str] | None = None, *, platform: str | None = None) -> Path:
-    """Where the store lives unless configured: `$XDG_STATE_HOME/acp-agent`, else the
-    platform's user state directory (`~/.local/state`, macOS `~/Library/Application
-    Support`, Windows `%LOCALAPPDATA%`)."""
-    env = os.environ if env is None else env
-    platform = sys.platform if platform is None else platform
-    xdg = env.get("XDG_STATE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec ignores relative paths
-        return Path(xdg) / APP_NAME
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    if platform == "darwin":
-        return home / "Library" / "Application Support" / APP_NAME
-    if platform == "win32":
-        local = env.get("LOCALAPPDATA")
-        return (Path(local) if local else home / "AppData" / "Local") / APP_NAME
-    return home / ".local" / "state" / APP_NAME
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -20,6 +20,8 @@ from ..config import AgentConfig, ThoughtLevel
 from ..engine import ModelSettings, ModelSetup, Turn
 from ..messages import (
     Message,
+    Part,
+    ResourceLinkPart,
     SessionInfoChanged,
     TextPart,
     TurnEvent,
@@ -30,6 +32,7 @@ from ..tools import Decision, PermissionQuestion, Tool, ToolContext
 from ..tools.permissions import PermissionMode, tools_for_mode
 from .channel import EditorLink, SessionChannel
 from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
+from .mentions import MentionReader, MentionsCancelled
 from .recorder import TurnRecorder
 from .records import (
     PermissionsRecord,
@@ -81,11 +84,15 @@ class TurnRunner:
         recorder = TurnRecorder(log)
         remembered = session.permissions.to_json()
         host = _TurnHost(channel, recorder)
+        context = self._tool_context(session, channel)
+        mentions = MentionReader(
+            context, host, session.mode, session.permissions, self._config.mention_max_bytes
+        )
         turn = Turn(
             choices=_LiveChoices(self, session),
             history=session.history,
             tools=self._servers.tools(session.id, self._tools),
-            context=self._tool_context(session),
+            context=context,
             host=host,
             max_turn_requests=self._config.max_turn_requests,
             meter=session.usage,
@@ -95,7 +102,10 @@ class TurnRunner:
         stop: TurnStopReason = "cancelled"
         try:
             async with channel.streaming():
-                stop = await turn.run(message, uuid.uuid4().hex)
+                prompt = await mentions.read(message)
+                stop = await turn.run(prompt, uuid.uuid4().hex)
+        except MentionsCancelled:
+            stop = "cancelled"
         finally:
             recorder.flush()
             self._record_turn_end(session, log, stop, remembered)
@@ -130,8 +140,12 @@ class TurnRunner:
         else:
             await log.update_summary()
 
-    def _tool_context(self, session: Session) -> ToolContext:
+    def _tool_context(self, session: Session, channel: SessionChannel) -> ToolContext:
+        # Questions go through the turn's own channel, which shows the text streamed so far
+        # before the form.
+        can_ask = "form" in self._link.elicitation_modes
         return ToolContext(
+            ask_user=channel.elicit if can_ask else None,
             session_id=session.id,
             cwd=session.cwd,
             roots=session.roots,
@@ -205,15 +219,24 @@ class _LiveChoices:
         return await self.runner.model_setup(self.session)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _TurnHost:
-    """`engine.TurnHost` of one turn: events go to the log and to the editor."""
+    """`engine.TurnHost` of one turn: events go to the log and to the editor.
+
+    What is shown before the prompt joins the history (a mention's read the user is asked
+    about) is logged right after it, so a loaded session shows the prompt first.
+    """
 
     channel: SessionChannel
     recorder: TurnRecorder
+    _before_prompt: list[TurnEvent] | None = field(default_factory=list)
+    """None once the prompt is kept."""
 
     async def emit(self, event: TurnEvent) -> None:
-        self.recorder.observe(event)
+        if self._before_prompt is None:
+            self.recorder.observe(event)
+        else:
+            self._before_prompt.append(event)
         await self.channel.emit(event)
 
     async def ask_permission(self, question: PermissionQuestion) -> Decision:
@@ -221,12 +244,15 @@ class _TurnHost:
 
     def keep(self, message: Message, message_id: str | None) -> None:
         self.recorder.keep(message, message_id)
+        held, self._before_prompt = self._before_prompt, None
+        for event in held or ():
+            self.recorder.observe(event)
 
 
 def _title(history: Sequence[Message]) -> str | None:
     """The session's first prompt, cut to a short line."""
     first = next((m for m in history if m.role == "user"), None)
-    text = " ".join(p.text for p in first.parts if isinstance(p, TextPart)) if first else ""
+    text = " ".join(_typed_text(p) for p in first.parts) if first else ""
     words = " ".join(text.split())
     if not words:
         return None
@@ -234,3 +260,10 @@ def _title(history: Sequence[Message]) -> str | None:
         return words
     cut = words[: TITLE_CHARS - 1].rsplit(" ", 1)[0] or words[: TITLE_CHARS - 1]
     return cut + "…"
+
+
+def _typed_text(part: Part) -> str:
+    """The words of a prompt part as the user typed them (a mention: `@name`)."""
+    if isinstance(part, TextPart):
+        return part.text
+    return f"@{part.name}" if isinstance(part, ResourceLinkPart) else ""

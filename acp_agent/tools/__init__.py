@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from .ask_user import AskUser
 from .base import (
     DEFAULT_SHELL_TIMEOUT,
     Editor,
@@ -13,6 +14,7 @@ from .base import (
     ToolFailed,
     ToolOutcome,
     ToolParams,
+    TurnCancelled,
 )
 from .edit_file import EditFile
 from .local import LocalEditor
@@ -36,9 +38,12 @@ from .shell import Shell
 from .write_file import WriteFile
 
 
-def builtin_tools() -> dict[str, Tool[Any]]:
-    """Every built-in tool by name, in the order the model sees them."""
+def builtin_tools(*, ask_user: bool = False) -> dict[str, Tool[Any]]:
+    """Every built-in tool by name, in the order the model sees them. `ask_user`: the editor
+    can put a form to the user (form elicitation), so the model may ask it questions."""
     tools: list[Tool[Any]] = [ReadFile(), Search(), EditFile(), WriteFile(), Shell(), Plan()]
+    if ask_user:
+        tools.append(AskUser())
     return {tool.name: tool for tool in tools}
 
 
@@ -61,6 +66,7 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "ToolParams",
+    "TurnCancelled",
     "Verdict",
     "builtin_tools",
     "decide",

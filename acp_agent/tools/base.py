@@ -18,6 +18,8 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict
 
 from ..messages import (
+    Elicitation,
+    ElicitationAnswer,
     ImagePart,
     Location,
     PlanEntry,
@@ -31,6 +33,11 @@ from ..messages import (
 
 class ToolFailed(Exception):
     """The tool could not do what was asked; the message goes to the model and the user."""
+
+
+class TurnCancelled(Exception):
+    """The user stopped the turn from within the tool (dismissed its question): the turn
+    ends `cancelled`, as after a cancelled permission request; the message is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +130,9 @@ class ToolContext:
     """What local commands start from: `child_environment` of the agent's environment and
     config (the agent sets it per turn); None: of ours when the command starts, under the
     default policy."""
+    ask_user: Callable[[Elicitation], Awaitable[ElicitationAnswer]] | None = None
+    """Puts a form to the user through the editor (`elicitation/create`); None when the
+    client advertised no form elicitation."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""
@@ -152,6 +162,12 @@ class ToolOutcome:
     model_parts: tuple[TextPart | ImagePart, ...] = ()
     """What the model reads instead of `model_text` when text is not enough (images);
     empty: `model_text`."""
+    raw_output: dict[str, Any] | None = None
+    """A small structured summary for the client (path and lines read, exit code ...), not
+    the whole output."""
+    failed: bool = False
+    """The call ran but did not succeed (a command that exited non-zero): the user sees it
+    failed, while the model reads `model_text` as a normal result."""
 
 
 class ToolParams(BaseModel):
@@ -201,6 +217,13 @@ class Tool(_ToolAttributes, Generic[P]):
         """The shell command the call runs, for the permission policy's memory."""
         return None
 
+    async def preview(self, params: P, ctx: ToolContext) -> tuple[ToolContent, ...]:
+        """What the call will do, shown before it runs (and in the permission request): the
+        diff an edit would apply, the command line. Changes nothing, and is asked only for
+        calls whose `paths` lie inside the session roots. The engine shows nothing when
+        this fails; `run` then reports the failure."""
+        return ()
+
     async def run(self, params: P, ctx: ToolContext) -> ToolOutcome:
         raise NotImplementedError
 
@@ -243,4 +266,5 @@ __all__ = [
     "ToolFailed",
     "ToolOutcome",
     "ToolParams",
+    "TurnCancelled",
 ]

@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..messages import DiffContent, Location
+from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
 from ._text import first_changed_line, line_of, plural
 from .base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
@@ -80,13 +80,14 @@ class EditFile(Tool[EditFileParams]):
     def paths(self, params: EditFileParams, ctx: ToolContext) -> tuple[Path, ...]:
         return (ctx.resolve(params.path),)
 
+    async def preview(self, params: EditFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
+        path, old, new, _ = await _planned(params, ctx)
+        return (DiffContent(str(path), old, new),)
+
     async def run(self, params: EditFileParams, ctx: ToolContext) -> ToolOutcome:
-        path = ctx.resolve(params.path)
-        old = await read_current(ctx, path)
-        if old is None:
-            raise ToolFailed(f"{path}: no such file. Use write_file to create a new file.")
+        # Read again: the file may have changed while the user looked at the preview.
+        path, old, new, counts = await _planned(params, ctx)
         edits = params.all_edits()
-        new, counts = apply_edits(old, edits, str(path))
         await write_text(ctx, path, new)
         line = first_changed_line(old, new)
         replacements = plural(sum(counts), "replacement")
@@ -97,7 +98,24 @@ class EditFile(Tool[EditFileParams]):
             model_text=f"Edited {path} ({summary}); first change at line {line}.",
             display=(DiffContent(str(path), old, new),),
             locations=(Location(str(path), line),),
+            raw_output={
+                "path": str(path),
+                "edits": len(edits),
+                "replacements": sum(counts),
+                "first_changed_line": line,
+            },
         )
+
+
+async def _planned(params: EditFileParams, ctx: ToolContext) -> tuple[Path, str, str, list[int]]:
+    """The file's path, its text now, its text once edited, and the replacements per edit;
+    nothing is written."""
+    path = ctx.resolve(params.path)
+    old = await read_current(ctx, path)
+    if old is None:
+        raise ToolFailed(f"{path}: no such file. Use write_file to create a new file.")
+    new, counts = apply_edits(old, params.all_edits(), str(path))
+    return path, old, new, counts
 
 
 def apply_edits(text: str, edits: list[Edit], path: str) -> tuple[str, list[int]]:

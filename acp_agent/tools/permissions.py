@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeGuard, get_args
 
-from ..messages import ToolKind
+from ..messages import Location, ToolContent, ToolKind
 from ._shell_scope import command_scopes, describe_scopes
 from .base import Tool, ToolContext, ToolParams
 
@@ -80,6 +80,12 @@ class PermissionQuestion:
     always_scope: str | None = None
     """What an "always" answer covers, in words (`PermissionMemory.describe`); None when
     it cannot be remembered, so "always" options would mislead."""
+    name: str | None = None
+    """The tool's name as the model called it."""
+    content: tuple[ToolContent, ...] = ()
+    """What the call will do (`Tool.preview`: a diff, the command line), for the user to
+    see before deciding."""
+    locations: tuple[Location, ...] = ()
 
 
 # --- the policy ----------------------------------------------------------------------------

@@ -48,7 +48,7 @@ class Plan(Tool[PlanParams]):
             # In place: the state object is shared by every call of the session.
             ctx.state.plan[:] = entries
             await ctx.emit(PlanUpdated(tuple(entries)))
-        return ToolOutcome(model_text=_summary(entries))
+        return ToolOutcome(model_text=_summary(entries), raw_output={"entries": len(entries)})
 
 
 def _summary(entries: list[PlanEntry]) -> str:

@@ -6,13 +6,15 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..messages import Location
+from ..messages import Location, TextPart
 from ._files import read_page
-from ._text import split_lines
+from ._text import display_path, fenced, split_lines
 from .base import Tool, ToolContext, ToolOutcome, ToolParams
 
 MAX_LINES = 2000
 MAX_CHARS = 100_000
+DISPLAY_CHARS = 20_000
+"""What the user sees of a read in the tool call (the model reads up to MAX_CHARS)."""
 
 
 class ReadFileParams(ToolParams):
@@ -66,11 +68,44 @@ class ReadFile(Tool[ReadFileParams]):
             )
         if not lines:
             numbered = f"[no lines at or after line {first}]" if first > 1 else "[empty file]"
+        shown_lines = [line[:MAX_CHARS] for line in lines[:shown]]
         return ToolOutcome(
             model_text=numbered + notice,
+            display=(TextPart(_display(shown_lines, first, path, ctx) if lines else numbered),),
             locations=(Location(str(path), first),),
             title=f"Read {path} (lines {first}-{max(last, first)})",
+            raw_output={
+                "path": str(path),
+                "line": first,
+                "lines": shown,
+                "bytes": sum(len(line.encode("utf-8")) + 1 for line in shown_lines),
+                "continues": shown < len(lines) or more_lines,
+            },
         )
+
+
+def _display(lines: list[str], first: int, path: Path, ctx: ToolContext) -> str:
+    """The lines read, fenced under their path and range (`a.py#L3-9`, which Zed shows as
+    a file excerpt), cut to DISPLAY_CHARS: the user sees what the model read."""
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        size += len(line) + 1
+        if size > DISPLAY_CHARS and kept:
+            break
+        kept.append(line[:DISPLAY_CHARS])
+    last = first + len(kept) - 1
+    where = display_path(path, ctx.cwd)
+    info = f"{where}#L{first}-{last}" if _fits_info_string(where) else ""
+    text = fenced("\n".join(kept), info)
+    if len(kept) < len(lines):
+        text += f"\n[{len(lines) - len(kept)} more lines were read; not shown here]"
+    return text
+
+
+def _fits_info_string(path: str) -> bool:
+    """A fence's info string ends at whitespace and may not hold a backtick."""
+    return not any(c.isspace() or c == "`" for c in path)
 
 
 def _number(lines: list[str], first: int) -> tuple[str, int]:

@@ -221,4 +221,9 @@ def _outcome(found: _Found, params: SearchParams, ctx: ToolContext) -> ToolOutco
         header = f"{plural(found.total, unit)}{files_note} (paths relative to {ctx.cwd}):"
         text = header + "\n" + "\n".join(listed)
     answer = "\n".join([text, *notes])
-    return ToolOutcome(model_text=answer, display=(TextPart(fenced(answer)),), locations=locations)
+    return ToolOutcome(
+        model_text=answer,
+        display=(TextPart(fenced(answer)),),
+        locations=locations,
+        raw_output={"found": found.total, "listed": shown, "unit": unit},
+    )

@@ -17,7 +17,8 @@ Live output:
   text in the finished tool call.
 
 Whatever happens (exit, timeout, error, cancellation) an editor terminal is released, and a
-cancelled or timed-out command is killed first. A non-zero exit is a normal result.
+cancelled or timed-out command is killed first. A non-zero exit is a normal result for the
+model; the user sees the call end `failed`, with the exit code.
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class Shell(Tool[ShellParams]):
     def command(self, params: ShellParams) -> str | None:
         return params.command
 
+    async def preview(self, params: ShellParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
+        where = "" if params.cwd is None else f"in {ctx.resolve(params.cwd)}\n"
+        return (TextPart(where + fenced(params.command, "sh")),)
+
     async def run(self, params: ShellParams, ctx: ToolContext) -> ToolOutcome:
         cwd = _working_directory(params, ctx)
         timeout = params.timeout_seconds or ctx.shell_timeout
@@ -137,17 +142,53 @@ class Shell(Tool[ShellParams]):
             finished = await _run_in_editor(params.command, cwd, timeout, ctx)
         else:
             finished = await _run_locally(params.command, cwd, timeout, ctx)
+        status = finished.exit or TerminalExit(None, None)
         return ToolOutcome(
-            model_text=model_text(finished, timeout), display=_display(finished, ctx)
+            model_text=model_text(finished, timeout),
+            display=_display(finished, timeout, ctx),
+            raw_output={
+                "exit_code": status.exit_code,
+                "signal": status.signal,
+                "timed_out": finished.timed_out,
+                "output_truncated": finished.cut_notice is not None,
+            },
+            failed=_failed(finished),
         )
 
 
-def _display(finished: _Finished, ctx: ToolContext) -> tuple[ToolContent, ...]:
-    """The terminal when the client shows one for this command, else the output as text."""
+def _failed(finished: _Finished) -> bool:
+    """A non-zero exit, a signal or a timeout; an unknown status is not a failure."""
+    status = finished.exit
+    if finished.timed_out:
+        return True
+    if status is None:
+        return False
+    return bool(status.signal) or status.exit_code not in (None, 0)
+
+
+def _display(finished: _Finished, timeout: float, ctx: ToolContext) -> tuple[ToolContent, ...]:
+    """The terminal when the client shows one for this command, else the output as text;
+    then, when it failed, how it ended (the exit code)."""
     in_editor = ctx.editor.can_run_terminals
+    shown: ToolContent
     if in_editor or ctx.client_shows_terminal_stream:
-        return (TerminalContent(finished.terminal_id),)
-    return (TextPart(fenced(finished.output or "(no output)")),)
+        shown = TerminalContent(finished.terminal_id)
+    else:
+        shown = TextPart(fenced(finished.output or "(no output)"))
+    if _failed(finished):
+        return (shown, TextPart(_ending(finished, timeout)))
+    return (shown,)
+
+
+def _ending(finished: _Finished, timeout: float) -> str:
+    """How a failed command ended, for the user."""
+    status = finished.exit
+    if finished.timed_out:
+        return f"Timed out after {timeout:g} s: the command was stopped."
+    if status is not None and status.signal:
+        return f"Ended by signal {status.signal}."
+    code = None if status is None else status.exit_code
+    return f"Exited with code {code}."
 
 
 def _working_directory(params: ShellParams, ctx: ToolContext) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..messages import DiffContent, Location
+from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
 from ._text import count_lines, first_changed_line, plural
 from .base import Tool, ToolContext, ToolOutcome, ToolParams
@@ -40,17 +40,31 @@ class WriteFile(Tool[WriteFileParams]):
     def paths(self, params: WriteFileParams, ctx: ToolContext) -> tuple[Path, ...]:
         return (ctx.resolve(params.path),)
 
+    async def preview(self, params: WriteFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
+        path = ctx.resolve(params.path)
+        old = await read_current(ctx, path)
+        return (DiffContent(str(path), old, params.content),)
+
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolOutcome:
+        # Read again: the file may have changed while the user looked at the preview.
         path = ctx.resolve(params.path)
         old = await read_current(ctx, path)
         new = params.content
         line = first_changed_line(old or "", new)
         display = (DiffContent(str(path), old, new),)
         locations = (Location(str(path), line),)
+        summary = {
+            "path": str(path),
+            "created": old is None,
+            "changed": old != new,
+            "lines": count_lines(new),
+            "bytes": len(new.encode("utf-8")),
+        }
         if old == new:
             return ToolOutcome(
                 model_text=f"{path} already had exactly this content; nothing was written.",
                 locations=locations,
+                raw_output=summary,
             )
         await write_text(ctx, path, new)
         size = plural(count_lines(new), "line")
@@ -58,4 +72,6 @@ class WriteFile(Tool[WriteFileParams]):
             text = f"Created {path} ({size})."
         else:
             text = f"Wrote {path} ({size}, was {count_lines(old)}); first change at line {line}."
-        return ToolOutcome(model_text=text, display=display, locations=locations)
+        return ToolOutcome(
+            model_text=text, display=display, locations=locations, raw_output=summary
+        )

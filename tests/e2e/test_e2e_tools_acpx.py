@@ -191,7 +191,9 @@ def test_acpx_runs_read_write_edit_and_shell_through_its_real_fs_and_terminals(
     assert diff["type"] == "diff" and diff.get("oldText") is None
     assert diff["newText"] == "created by acpx\n"
     for start in run.updates("tool_call"):
-        assert run.final_status(start["toolCallId"]) == "completed", start["title"]
+        # The command exits 3: its call fails on screen.
+        expected = "failed" if start["toolCallId"] == shell["toolCallId"] else "completed"
+        assert run.final_status(start["toolCallId"]) == expected, start["title"]
 
     read, written, edited, ran = run.tool_results()
     assert "two" in read and "three" in read and "one" not in read
@@ -323,3 +325,61 @@ def test_acpx_policy_denies_commands_while_approving_edits(
     assert not (workspace / "shell-ran").exists()
     written, rejected = run.tool_results()
     assert "Created" in written and REJECTED in rejected
+
+
+# --- what acpx is shown before it approves, and how each call ends -----------------------
+
+
+def test_acpx_gets_each_change_with_its_permission_request_and_the_same_call_ends_with_raw_output(
+    fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
+) -> None:
+    notes = workspace / "notes.txt"
+    notes.write_text("alpha\nbeta\n", encoding="utf-8")
+    command = "echo checking; exit 3"
+    edit = {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}
+
+    run = run_acpx(
+        fake_llm,
+        agent_env,
+        workspace,
+        tool("edit_file", **edit)
+        + tool("write_file", path="new.txt", content="new\n")
+        + tool("shell", command=command)
+        + tool("read_file", path="notes.txt"),
+    )
+
+    assert run.returncode == 0, explain(run)
+    assert run.stop_reason() == "end_turn"
+    starts = run.updates("tool_call")
+    assert [(s["name"], s["rawInput"]) for s in starts] == [
+        ("edit_file", edit),
+        ("write_file", {"path": "new.txt", "content": "new\n"}),
+        ("shell", {"command": command}),
+        ("read_file", {"path": "notes.txt"}),
+    ]
+    edited, written, ran, read = starts
+    asked = [m["params"]["toolCall"] for m in run.requests_for("session/request_permission")]
+    assert [a["toolCallId"] for a in asked] == [s["toolCallId"] for s in (edited, written, ran)]
+    diff = {"type": "diff", "path": str(notes), "oldText": "alpha\nbeta\n"}
+    diff["newText"] = "alpha\ngamma\n"
+    assert asked[0]["content"] == edited["content"] == [diff]
+    assert asked[0]["locations"] == [{"path": str(notes)}]
+    new_file = {"type": "diff", "path": str(workspace / "new.txt"), "newText": "new\n"}
+    assert asked[1]["content"] == [new_file]
+    line = {"type": "content", "content": {"type": "text", "text": f"```sh\n{command}\n```"}}
+    assert asked[2]["content"] == [line]
+    assert [a["name"] for a in asked] == ["edit_file", "write_file", "shell"]
+
+    def last(start: dict[str, Any]) -> dict[str, Any]:
+        return run.tool_updates(start["toolCallId"])[-1]
+
+    assert last(edited)["status"] == "completed" and last(edited)["content"] == [diff]
+    assert last(edited)["rawOutput"]["replacements"] == 1
+    assert last(written)["rawOutput"]["created"] is True
+    assert last(ran)["status"] == "failed"
+    assert last(ran)["content"][-1]["content"]["text"] == "Exited with code 3."
+    assert last(ran)["rawOutput"]["exit_code"] == 3
+    text = "```notes.txt#L1-2\nalpha\ngamma\n```"
+    assert last(read)["content"] == [{"type": "content", "content": {"type": "text", "text": text}}]
+    assert last(read)["rawOutput"]["lines"] == 2
+    assert "[exit code 3]" in run.tool_results()[2]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -26,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from acp import RequestError, spawn_agent_process, text_block
+from acp.connection import StreamDirection, StreamEvent, StreamObserver
 from acp.schema import (
     AgentPlanUpdate,
     AllowedOutcome,
@@ -333,8 +336,14 @@ def module_env(llm: FakeLLM, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 
 @asynccontextmanager
 async def spawned(
-    env: dict[str, str], llm: FakeLLM, stderr_path: Path, capabilities: ClientCapabilities
+    env: dict[str, str],
+    llm: FakeLLM,
+    stderr_path: Path,
+    capabilities: ClientCapabilities,
+    client_info: Implementation | None = None,
+    observers: list[StreamObserver] | None = None,
 ) -> AsyncIterator[Agent]:
+    """The agent, initialized; `observers` see every raw frame both ways."""
     client = ToolClient()
     try:
         with stderr_path.open("ab") as stderr:
@@ -344,12 +353,14 @@ async def spawned(
                 env=env,
                 cwd=stderr_path.parent,
                 transport_kwargs={"stderr": stderr},
+                observers=observers,
             ) as (conn, process):
                 await asyncio.wait_for(
                     conn.initialize(
                         protocol_version=1,
                         client_capabilities=capabilities,
-                        client_info=Implementation(name="e2e-tools-client", version="0.0.0"),
+                        client_info=client_info
+                        or Implementation(name="e2e-tools-client", version="0.0.0"),
                     ),
                     10,
                 )
@@ -567,7 +578,22 @@ async def test_shell_runs_bash_c_in_a_client_terminal_and_the_model_gets_output_
         ]
         assert {"type": "terminal", "terminalId": shown[0]["terminalId"]} in shown
         assert shown[0]["terminalId"] in released
-        assert session.log.final_status(start.tool_call_id) == "completed"
+    ok_start, failing_start = session.log.tool_starts()
+    assert session.log.final_status(ok_start.tool_call_id) == "completed"
+    # A non-zero exit fails the call on screen, with its exit code; the model still gets
+    # the output as a normal result.
+    assert session.log.final_status(failing_start.tool_call_id) == "failed"
+    ended = session.log.progress(failing_start.tool_call_id)[-1]
+    assert ended.raw_output == {
+        "exit_code": 3,
+        "signal": None,
+        "timed_out": False,
+        "output_truncated": False,
+    }
+    assert [dumped(item) for item in ended.content or []][-1] == {
+        "type": "content",
+        "content": {"type": "text", "text": "Exited with code 3."},
+    }
     first, second = session.tool_results()
     assert "out-42" in first and str(session.cwd) in first and "[exit code 0]" in first
     assert "boom" in second and "[exit code 3]" in second
@@ -1040,8 +1066,8 @@ async def test_without_fs_and_terminal_capabilities_tools_run_locally_and_never_
     assert "Hello from the e2e workspace!" in read
     assert "Created" in write and "Edited" in edit
     assert "local-42" in shell and "made locally" in shell and "[exit code 4]" in shell
-    for start in session.log.tool_starts():
-        assert session.log.final_status(start.tool_call_id) == "completed"
+    statuses = [session.log.final_status(s.tool_call_id) for s in session.log.tool_starts()]
+    assert statuses == ["completed"] * 3 + ["failed"], "the command exited 4"
 
 
 def pids_running(argv: list[str]) -> list[int]:
@@ -1115,3 +1141,160 @@ async def test_a_client_with_terminal_output_meta_gets_the_local_shell_as_termin
     assert {"type": "terminal", "terminalId": terminal_id} in shown
     [result] = session.tool_results()
     assert "meta-out" in result and "[exit code 2]" in result
+
+
+# --- the tool call frames Zed gets -------------------------------------------------------
+
+
+PROTOCOL_TESTS = Path(__file__).resolve().parent.parent / "protocol"
+TOOL_CALL_SCHEMA = json.loads(
+    (PROTOCOL_TESTS / "fixtures" / "tool-calls.schema.json").read_text("utf-8")
+)
+
+
+def zed_initialize() -> dict[str, Any]:
+    """Zed's exact `initialize` params, as the in-process protocol tests send them."""
+    spec = importlib.util.spec_from_file_location(
+        "zed_fake_acp_client", PROTOCOL_TESTS / "fake_acp_client.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.ZED_INITIALIZE)
+
+
+@dataclass
+class RawFrames:
+    """Every JSON-RPC message as it crossed the pipe, before the SDK parsed it."""
+
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, event: StreamEvent) -> None:
+        mine = self.sent if event.direction == StreamDirection.OUTGOING else self.received
+        mine.append(event.message)
+
+    def tool_frames(self, session_id: str, end: int) -> dict[str, list[dict[str, Any]]]:
+        """Per tool call id: its `tool_call` and `tool_call_update` updates and the
+        `toolCall` of its permission request (tagged `permission`), in order, up to message
+        `end`; each checked against the stable v1 schema."""
+        calls: dict[str, list[dict[str, Any]]] = {}
+        for message in self.received[:end]:
+            params = message.get("params") or {}
+            if params.get("sessionId") != session_id:
+                continue
+            if message.get("method") == "session/request_permission":
+                schema_check("RequestPermissionRequest", params)
+                call = params["toolCall"]
+                calls[call["toolCallId"]].append({"permission": call})
+            elif message.get("method") == "session/update":
+                update = params["update"]
+                kind = {"tool_call": "ToolCall", "tool_call_update": "ToolCallUpdate"}
+                if update["sessionUpdate"] in kind:
+                    schema_check(kind[update["sessionUpdate"]], update)
+                    calls.setdefault(update["toolCallId"], []).append(update)
+        return calls
+
+    def chunk_ids(
+        self, session_id: str, kind: str, start: int = 0, end: int | None = None
+    ) -> list[str | None]:
+        """The `messageId` of each `kind` chunk among the messages received from `start`
+        to `end`."""
+        return [
+            m["params"]["update"].get("messageId")
+            for m in self.received[start:end]
+            if m.get("method") == "session/update"
+            and m["params"]["sessionId"] == session_id
+            and m["params"]["update"]["sessionUpdate"] == kind
+        ]
+
+
+def schema_check(definition: str, value: Any) -> None:
+    jsonschema.validate(
+        value, {"$ref": f"#/$defs/{definition}", "$defs": TOOL_CALL_SCHEMA["$defs"]}
+    )
+
+
+async def test_zed_sees_each_change_before_approving_it_and_the_same_call_to_its_end(
+    module_env: dict[str, str], llm: FakeLLM, tmp_path: Path, workspace: Path
+) -> None:
+    zed = zed_initialize()
+    frames = RawFrames()
+    notes = workspace / "notes.txt"
+    notes.write_text("alpha\nbeta\n", encoding="utf-8")
+    created = workspace / "new.txt"
+    command = "echo checking; exit 3"
+    edit = {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}
+    async with spawned(
+        module_env,
+        llm,
+        tmp_path / "stderr.log",
+        ClientCapabilities.model_validate(zed["clientCapabilities"]),
+        Implementation.model_validate(zed["clientInfo"]),
+        [frames],
+    ) as agent:
+        session = await open_session(agent, workspace)
+        stop = await session.prompt(
+            "[[deltas 3 thinking]]"
+            + tool("edit_file", **edit)
+            + tool("write_file", path="new.txt", content="new\n")
+            + tool("shell", command=command)
+            + tool("read_file", path="notes.txt")
+        )
+        live_end = len(frames.received)
+        await agent.conn.load_session(cwd=str(workspace), session_id=session.id, mcp_servers=[])
+
+    assert stop == "end_turn"
+    [initialize] = [m for m in frames.sent if m.get("method") == "initialize"]
+    assert initialize["params"] == zed, "exactly what Zed sends"
+    edited, written, ran, read = frames.tool_frames(session.id, live_end).values()
+
+    # The edit: the diff goes out with the call and with the question; the same call ends.
+    started, asked, running, finished = edited
+    diff = {"type": "diff", "path": str(notes), "oldText": "alpha\nbeta\n"}
+    diff["newText"] = "alpha\ngamma\n"
+    assert (started["name"], started["rawInput"]) == ("edit_file", edit)
+    assert started["content"] == asked["permission"]["content"] == [diff]
+    assert started["locations"] == asked["permission"]["locations"] == [{"path": str(notes)}]
+    assert asked["permission"]["name"] == "edit_file"
+    assert asked["permission"]["toolCallId"] == started["toolCallId"]
+    assert running["status"] == "in_progress"
+    assert (finished["status"], finished["content"]) == ("completed", [diff])
+    assert finished["rawOutput"]["replacements"] == 1
+
+    # A new file: a diff without old text.
+    started, asked, _, finished = written
+    new_file = [{"type": "diff", "path": str(created), "newText": "new\n"}]
+    assert started["content"] == asked["permission"]["content"] == new_file
+    assert finished["rawOutput"]["created"] is True
+
+    # The command: shown as its command line, run in a Zed terminal, failed with its code.
+    started, asked, *progress, finished = ran
+    line = [{"type": "content", "content": {"type": "text", "text": f"```sh\n{command}\n```"}}]
+    assert (started["name"], started["rawInput"]) == ("shell", {"command": command})
+    assert started["content"] == asked["permission"]["content"] == line
+    [terminal_id] = [c["terminalId"] for u in progress for c in u.get("content", [])]
+    assert finished["status"] == "failed"
+    assert finished["content"] == [
+        {"type": "terminal", "terminalId": terminal_id},
+        {"type": "content", "content": {"type": "text", "text": "Exited with code 3."}},
+    ]
+    assert finished["rawOutput"]["exit_code"] == 3
+    assert "[exit code 3]" in session.tool_results()[2], "a normal result for the model"
+
+    # The read: asked nothing, and its end shows what was read.
+    started, finished = read[0], read[-1]
+    assert (started["name"], started["rawInput"]) == ("read_file", {"path": "notes.txt"})
+    text = "```notes.txt#L1-2\nalpha\ngamma\n```"
+    assert finished["content"] == [{"type": "content", "content": {"type": "text", "text": text}}]
+    assert finished["rawOutput"]["lines"] == 2
+
+    # Chunks name their message, the same on replay.
+    thoughts = frames.chunk_ids(session.id, "agent_thought_chunk", 0, live_end)
+    replies = frames.chunk_ids(session.id, "agent_message_chunk", 0, live_end)
+    # (chunks sent close together may be coalesced, and a replay sends each message whole)
+    assert thoughts and len(set(thoughts)) == 1 and None not in thoughts
+    assert replies and len(set(replies)) == 1 and None not in replies
+    assert thoughts != replies
+    assert frames.chunk_ids(session.id, "agent_thought_chunk", live_end) == thoughts[:1]
+    assert frames.chunk_ids(session.id, "agent_message_chunk", live_end) == replies[:1]

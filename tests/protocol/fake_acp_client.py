@@ -179,7 +179,13 @@ class FakeClient:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
         match request["method"]:
             case "fs/read_text_file":
-                reply["result"] = {"content": _read_lines(params)}
+                try:
+                    reply["result"] = {"content": _read_lines(params)}
+                except FileNotFoundError:
+                    reply["error"] = {
+                        "code": -32002,
+                        "message": f"Resource not found: {params['path']}",
+                    }
             case "fs/write_text_file":
                 await anyio.Path(params["path"]).write_text(params["content"])
                 reply["result"] = {}

@@ -78,15 +78,15 @@ async def test_auth_methods_name_the_openai_api_key_variable(
     assert "OPENAI_API_KEY" in json.dumps(result["authMethods"])
 
 
-async def test_a_client_with_the_auth_capability_gets_an_env_var_auth_method(
+async def test_a_client_with_terminal_auth_gets_a_terminal_login_method(
     connection: Connection,
 ) -> None:
     async with connection() as client:
         result = await client.initialize()
-    env_methods = [m for m in result["authMethods"] if m.get("type") == "env_var"]
-    assert env_methods
-    names = {var["name"] for method in env_methods for var in method["vars"]}
-    assert "OPENAI_API_KEY" in names
+    [login] = [m for m in result["authMethods"] if m.get("type") == "terminal"]
+    assert login["args"] == ["login"]
+    # `env_var` is not in the stable schema: never offered (tests/protocol/test_protocol_auth.py).
+    assert not [m for m in result["authMethods"] if m.get("type") == "env_var"]
 
 
 @pytest.mark.parametrize("params", [None, [], [1], "x", 1, True])

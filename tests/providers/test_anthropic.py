@@ -438,19 +438,23 @@ async def test_other_status_errors_keep_the_vendor_message_and_status() -> None:
         await collect(make_provider())
 
     assert type(caught.value) is ProviderError
-    assert str(caught.value) == "anthropic: HTTP 404: model: claude-sonnet-9"
+    assert str(caught.value) == (
+        "anthropic: HTTP 404 from https://api.anthropic.com/v1/messages: model: "
+        "claude-sonnet-9. Check the model id."
+    )
 
 
 @respx.mock
 async def test_unreachable_server_raises_provider_unavailable_naming_the_url() -> None:
-    respx.post("http://localhost:4000/v1/messages").mock(
+    respx.post("https://llm-gateway.example.com/v1/messages").mock(
         side_effect=httpx.ConnectError("[Errno 111] Connection refused")
     )
 
     with pytest.raises(
-        ProviderUnavailable, match=r"connection to http://localhost:4000 failed: .*refused"
+        ProviderUnavailable,
+        match=r"connection to https://llm-gateway.example.com failed: .*refused",
     ):
-        await collect(make_provider(base_url="http://localhost:4000"))
+        await collect(make_provider(base_url="https://llm-gateway.example.com"))
 
 
 @respx.mock
@@ -798,8 +802,8 @@ def test_each_anthropic_type_gets_this_provider_without_touching_credentials(kin
 @pytest.mark.parametrize(
     ("kind", "module", "hint"),
     [
-        ("anthropic-bedrock", "boto3", "pip install 'acp-agent[bedrock]'"),
-        ("anthropic-vertex", "google.auth", "pip install 'acp-agent[vertex]'"),
+        ("anthropic-bedrock", "boto3", "pip install 'acp-llm-agent[bedrock]'"),
+        ("anthropic-vertex", "google.auth", "pip install 'acp-llm-agent[vertex]'"),
     ],
 )
 async def test_a_cloud_type_without_its_extra_says_what_to_install(

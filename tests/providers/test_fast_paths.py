@@ -32,9 +32,11 @@ from provider_support import READ_FILE, SSE, sse
 
 from acp_agent.config import AnthropicProviderConfig, ModelConfig, OpenAIProviderConfig
 from acp_agent.messages import (
+    DocumentPart,
     ImagePart,
     Message,
     Part,
+    ResourceLinkPart,
     StreamEvent,
     TextPart,
     ThinkingPart,
@@ -637,6 +639,19 @@ _IMAGES = st.builds(
     st.sampled_from(["iVBORw0KGgo=", "R0lGOD"]),
     st.sampled_from(["image/png", "image/gif", "image/bmp", "image/JPG"]),
 )
+_DOCUMENTS = st.builds(
+    DocumentPart,
+    st.sampled_from(["JVBERi0xLjQ=", ""]),
+    st.sampled_from(["application/pdf", "text/csv"]),
+    st.sampled_from(["a.pdf", "file:///w/b c.pdf"]),
+)
+_LINKS = st.builds(
+    ResourceLinkPart,
+    st.sampled_from(["file:///w/a.py#L2-3", "https://x.test/d"]),
+    st.sampled_from(["a.py", "d"]),
+    st.none(),
+    st.none() | st.lists(_TEXT_PARTS | _IMAGES | _DOCUMENTS, max_size=2).map(tuple),
+)
 _REASONING = {
     "type": "reasoning",
     "id": "rs_1",
@@ -672,7 +687,7 @@ def _message(role: Any, parts: st.SearchStrategy[Part]) -> st.SearchStrategy[Mes
 
 
 _STEPS = st.lists(
-    _message("user", _TEXT_PARTS | _IMAGES)
+    _message("user", _TEXT_PARTS | _IMAGES | _DOCUMENTS | _LINKS)
     | _message("assistant", _TEXT_PARTS | _CALLS | st.builds(ThinkingPart, _TEXTS, _PROVIDER_DATA))
     | _message("tool", _RESULTS)
     | st.sampled_from(["compact", "fill", "resend"]),

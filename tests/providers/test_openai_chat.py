@@ -355,7 +355,8 @@ async def test_other_status_errors_keep_the_vendor_message_and_status() -> None:
 
     assert type(caught.value) is ProviderError
     assert str(caught.value) == (
-        "openai: HTTP 404: The model `gpt-9` does not exist or you do not have access to it."
+        "openai: HTTP 404 from https://api.openai.com/v1/chat/completions: The model `gpt-9` "
+        "does not exist or you do not have access to it. Check the model id."
     )
 
 
@@ -366,19 +367,21 @@ async def test_an_error_given_as_a_bare_string_is_shown_as_is() -> None:
     )
     provider = make_provider(env={}, type="openai-compatible", base_url="http://localhost:11434/v1")
 
-    with pytest.raises(ProviderError, match="HTTP 404: model 'llama9' not found"):
+    with pytest.raises(ProviderError, match=r"HTTP 404 from \S+: model 'llama9' not found"):
         await collect(provider)
 
 
 @respx.mock
 async def test_unreachable_server_raises_provider_unavailable_naming_the_url() -> None:
-    respx.post("http://localhost:11434/v1/chat/completions").mock(
+    respx.post("https://llm.example.com/v1/chat/completions").mock(
         side_effect=httpx.ConnectError("[Errno 111] Connection refused")
     )
-    provider = make_provider(env={}, type="openai-compatible", base_url="http://localhost:11434/v1")
+    provider = make_provider(
+        env={}, type="openai-compatible", base_url="https://llm.example.com/v1"
+    )
 
     with pytest.raises(
-        ProviderUnavailable, match=r"connection to http://localhost:11434/v1 failed: .*refused"
+        ProviderUnavailable, match=r"connection to https://llm.example.com/v1 failed: .*refused"
     ):
         await collect(provider)
 

@@ -16,12 +16,15 @@ from acp_agent.messages import (
     CompactionStarted,
     CompactionSummaryChunk,
     DiffContent,
+    DocumentPart,
     ImagePart,
     Location,
     Message,
     MessageChunk,
+    Notice,
     PlanEntry,
     PlanUpdated,
+    ResourceLinkPart,
     SessionInfoChanged,
     TerminalContent,
     TerminalStream,
@@ -194,14 +197,66 @@ EXTRA_RECORDS: list[Record] = [
     ),
     EventRecord(CompactionFinished("cmp-2", "failed", error="echo: overloaded")),
     EventRecord(CompactionFinished("cmp-3", "cancelled")),
+    EventRecord(Notice("openai: rate limited", "retrying in 2.0s (attempt 2 of 5)", "warning")),
+    EventRecord(Notice("a plain notice")),
+    EventRecord(Notice("openai: the reply broke off", None, "error", message_id="msg-9")),
     EventRecord(
         CommandsChanged(
             (CommandInfo("model", "Switch the model", "provider/model"), CommandInfo("mcp", "MCP"))
         )
     ),
+    EventRecord(
+        ToolCallStarted(
+            "call_9",
+            "Edit /w/a.py",
+            "edit",
+            raw_input={"path": "a.py", "old_text": "x", "new_text": "y"},
+            locations=(Location("/w/a.py"),),
+            content=(DiffContent("/w/a.py", "x\n", "y\n"),),
+            name="edit_file",
+        )
+    ),
+    EventRecord(
+        ToolCallUpdated(
+            "call_9",
+            status="failed",
+            content=(TerminalContent("term-2"), TextPart("Exited with code 2.")),
+            raw_output={"exit_code": 2, "signal": None, "timed_out": False},
+        )
+    ),
     SessionHeader("plain", "/w", (), "2025-01-01T00:00:00.000000Z"),
     MessageRecord(Message("user", [TextPart("x" * 10_000)])),
     UsageRecord(cost_usd=3.0, used=1, estimated=True),
+    # Mentions: the link as typed, with what was read for it (or nothing: another scheme),
+    # and an embedded PDF.
+    MessageRecord(
+        Message(
+            "user",
+            [
+                TextPart("compare "),
+                ResourceLinkPart(
+                    "file:///w/caf%C3%A9.py#L2-3",
+                    "café.py",
+                    "text/x-python",
+                    (TextPart('<file path="/w/café.py" lines="2-3">\na\nb\n</file>'),),
+                ),
+                ResourceLinkPart(
+                    "file:///w/shot.png",
+                    "shot.png",
+                    context=(
+                        TextPart('<file path="/w/shot.png" type="image/png"/>'),
+                        ImagePart("iVBORw0KGgo=", "image/png"),
+                        DocumentPart("JVBERi0=", "application/pdf", "spec.pdf"),
+                    ),
+                ),
+                ResourceLinkPart("https://example.com/doc", "doc"),
+                DocumentPart("JVBERi0xLjQ=", "application/pdf", "file:///tmp/r.pdf"),
+            ],
+        ),
+        "u-mention",
+    ),
+    EventRecord(UserMessageChunk(ResourceLinkPart("file:///w/a.py", "a.py"), "u-mention")),
+    EventRecord(UserMessageChunk(DocumentPart("JVBERi0=", "application/pdf", "file:///tmp/r.pdf"))),
 ]
 
 

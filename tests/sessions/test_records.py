@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
@@ -16,6 +17,7 @@ from acp_agent.messages import (
     Message,
     Part,
     TextPart,
+    ToolCallStarted,
     ToolCallUpdated,
     ToolContent,
     ToolResultPart,
@@ -196,3 +198,12 @@ def test_a_value_json_cannot_hold_is_a_record_error_when_encoding() -> None:
         encode(UsageRecord(cost_usd=float("nan")))
     with pytest.raises(RecordError, match="not a record"):
         encode(Message("user", []))  # type: ignore[arg-type]
+
+
+def test_a_tool_call_recorded_before_names_were_kept_loads_without_a_name() -> None:
+    started = ToolCallStarted("c1", "Read a.py", "read", name="read_file")
+    payload = json.loads(encode(EventRecord(started)))
+    assert payload["event"]["name"] == "read_file"
+    del payload["event"]["name"]
+
+    assert decode(json.dumps(payload)) == EventRecord(replace(started, name=None))

@@ -180,3 +180,73 @@ async def test_the_local_fallback_edits_the_file_on_disk(
 
     assert "def gamma():" in (root / "m.py").read_text()
     assert outcome.locations == (Location(str(root / "m.py"), 9),)
+
+
+# --- preview: the diff shown before the user decides ---------------------------------------
+
+
+async def test_the_preview_is_the_diff_the_edit_would_apply_read_through_the_editor(
+    root: Path, editor: FakeEditor
+) -> None:
+    path = str(root / "m.py")
+    params = edit("m.py", old_text="def c():\n    return 1", new_text="def c():\n    return 3")
+
+    preview = await TOOL.preview(params, make_context(root, editor))
+
+    new = SOURCE.replace("def c():\n    return 1", "def c():\n    return 3")
+    assert preview == (DiffContent(path, SOURCE, new),)
+    assert editor.calls == [("read", path, None, None)]
+    assert editor.writes == [], "a preview writes nothing"
+
+
+async def test_the_run_shows_the_file_as_it_is_when_it_changed_after_the_preview(
+    root: Path, editor: FakeEditor
+) -> None:
+    path = str(root / "m.py")
+    params = edit("m.py", old_text="def a():", new_text="def first():")
+    ctx = make_context(root, editor)
+    await TOOL.preview(params, ctx)
+    editor.files[path] = "# edited meanwhile\n" + SOURCE
+
+    outcome = await TOOL.run(params, ctx)
+
+    changed = "# edited meanwhile\n" + SOURCE.replace("def a():", "def first():")
+    assert outcome.display == (DiffContent(path, "# edited meanwhile\n" + SOURCE, changed),)
+    assert editor.files[path] == changed
+
+
+async def test_a_preview_of_an_edit_that_cannot_apply_fails_as_the_run_would(
+    root: Path, editor: FakeEditor
+) -> None:
+    with pytest.raises(ToolFailed, match="old_text was not found"):
+        await TOOL.preview(
+            edit("m.py", old_text="nowhere", new_text="x"), make_context(root, editor)
+        )
+    assert editor.writes == []
+
+
+async def test_the_local_fallback_previews_from_the_disk(
+    root: Path, local_ctx: ToolContext
+) -> None:
+    (root / "m.py").write_text(SOURCE)
+
+    preview = await TOOL.preview(edit("m.py", old_text="def a", new_text="def z"), local_ctx)
+
+    assert preview == (DiffContent(str(root / "m.py"), SOURCE, SOURCE.replace("def a", "def z")),)
+    assert (root / "m.py").read_text() == SOURCE
+
+
+async def test_the_completed_edit_reports_a_small_summary_as_raw_output(
+    root: Path, editor: FakeEditor
+) -> None:
+    outcome = await TOOL.run(
+        edit("m.py", old_text="return 1", new_text="return 0", replace_all=True),
+        make_context(root, editor),
+    )
+
+    assert outcome.raw_output == {
+        "path": str(root / "m.py"),
+        "edits": 1,
+        "replacements": 3,
+        "first_changed_line": 2,
+    }

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from tool_fakes import FakeEditor, make_context
 
-from acp_agent.messages import Location
+from acp_agent.messages import Location, TextPart
 from acp_agent.tools import ToolContext, ToolFailed
-from acp_agent.tools.read_file import MAX_CHARS, ReadFile, ReadFileParams
+from acp_agent.tools.read_file import DISPLAY_CHARS, MAX_CHARS, ReadFile, ReadFileParams
 
 pytestmark = pytest.mark.anyio
 
@@ -98,3 +98,58 @@ async def test_an_overlong_line_is_cut_with_a_notice(root: Path, local_ctx: Tool
 
     assert f"longer than {MAX_CHARS} characters were cut" in outcome.model_text
     assert "line=2" in outcome.model_text
+
+
+# --- what the user sees ----------------------------------------------------------------
+
+
+async def test_the_finished_read_shows_the_text_read_fenced_under_its_path_and_range(
+    root: Path,
+) -> None:
+    path = str(root / "src" / "a.py")
+    editor = FakeEditor({path: numbered(10)})
+
+    outcome = await TOOL.run(
+        ReadFileParams(path="src/a.py", line=3, limit=2), make_context(root, editor)
+    )
+
+    assert outcome.display == (TextPart("```src/a.py#L3-4\nline 3\nline 4\n```"),)
+    assert outcome.raw_output == {
+        "path": path,
+        "line": 3,
+        "lines": 2,
+        "bytes": 14,
+        "continues": True,
+    }
+
+
+async def test_a_path_a_fence_cannot_name_and_an_empty_file_still_show_something(
+    root: Path,
+) -> None:
+    spaced, empty = str(root / "my notes.txt"), str(root / "empty")
+    editor = FakeEditor({spaced: "hello\n", empty: ""})
+    ctx = make_context(root, editor)
+
+    named = await TOOL.run(ReadFileParams(path="my notes.txt"), ctx)
+    nothing = await TOOL.run(ReadFileParams(path="empty"), ctx)
+
+    assert named.display == (TextPart("```\nhello\n```"),)
+    assert nothing.display == (TextPart("[empty file]"),)
+    assert nothing.raw_output is not None and nothing.raw_output["lines"] == 0
+
+
+async def test_a_very_long_read_is_cut_for_the_user_but_not_for_the_model(
+    root: Path, local_ctx: ToolContext
+) -> None:
+    line = "x" * 99
+    (root / "big.txt").write_text((line + "\n") * 500)
+
+    outcome = await TOOL.run(ReadFileParams(path="big.txt"), local_ctx)
+
+    [shown] = outcome.display
+    assert isinstance(shown, TextPart)
+    kept = DISPLAY_CHARS // 100
+    assert shown.text.startswith(f"```big.txt#L1-{kept}\n")
+    assert shown.text.endswith(f"```\n[{500 - kept} more lines were read; not shown here]")
+    assert len(shown.text) < DISPLAY_CHARS + 200
+    assert outcome.model_text.count(line) == 500

@@ -252,3 +252,15 @@ def test_listing_outside_git_skips_the_always_skipped_directories(tmp_path: Path
     write(tmp_path, {"a.txt": "", "node_modules/b.txt": "", ".venv/c.txt": ""})
 
     assert [p.name for p in list_files(tmp_path)] == ["a.txt"]
+
+
+async def test_the_finished_search_reports_how_much_it_found_as_raw_output(
+    root: Path, local_ctx: ToolContext
+) -> None:
+    write(root, {"a.py": "x = 1\nx = 2\n", "b.py": "y = 1\n"})
+
+    grep = await TOOL.run(SearchParams(grep="x =", max_results=1), local_ctx)
+    files = await TOOL.run(SearchParams(glob="*.py"), local_ctx)
+
+    assert grep.raw_output == {"found": 2, "listed": 1, "unit": "matching line"}
+    assert files.raw_output == {"found": 2, "listed": 2, "unit": "file"}

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from tool_fakes import Events, FakeEditor, ScriptedTerminal, make_context
 
-from acp_agent.messages import TerminalContent, ToolCallUpdated
+from acp_agent.messages import TerminalContent, TextPart, ToolCallUpdated
 from acp_agent.tools import ToolFailed
 from acp_agent.tools.base import TerminalExit
 from acp_agent.tools.shell import (
@@ -49,15 +49,27 @@ async def test_the_command_runs_under_bash_in_an_editor_terminal_shown_live(
     )
     assert outcome.display == (TerminalContent("term-1"),)
     assert outcome.model_text == "ok\n\n[exit code 0]"
+    assert not outcome.failed
+    assert outcome.raw_output == {
+        "exit_code": 0,
+        "signal": None,
+        "timed_out": False,
+        "output_truncated": False,
+    }
     assert editor.terminal_calls() == ["create", "wait", "output", "release"]
 
 
-async def test_a_failing_command_is_a_normal_result_with_its_exit_code(root: Path) -> None:
+async def test_a_non_zero_exit_fails_the_call_on_screen_with_its_code_but_is_a_normal_result(
+    root: Path,
+) -> None:
     editor = FakeEditor(terminals=[ScriptedTerminal(output="boom\r\n", exit_code=2)])
 
     outcome = await TOOL.run(ShellParams(command="false"), make_context(root, editor))
 
     assert outcome.model_text == "boom\n\n[exit code 2]"
+    assert outcome.failed
+    assert outcome.display == (TerminalContent("term-1"), TextPart("Exited with code 2."))
+    assert outcome.raw_output is not None and outcome.raw_output["exit_code"] == 2
 
 
 async def test_a_signal_and_an_empty_output_are_reported(root: Path) -> None:
@@ -66,6 +78,14 @@ async def test_a_signal_and_an_empty_output_are_reported(root: Path) -> None:
     outcome = await TOOL.run(ShellParams(command="./crash"), make_context(root, editor))
 
     assert outcome.model_text == "(no output)\n\n[ended by signal SIGSEGV]"
+    assert outcome.failed
+    assert outcome.display[-1] == TextPart("Ended by signal SIGSEGV.")
+    assert outcome.raw_output == {
+        "exit_code": None,
+        "signal": "SIGSEGV",
+        "timed_out": False,
+        "output_truncated": False,
+    }
 
 
 async def test_output_the_editor_truncated_is_flagged(root: Path) -> None:
@@ -101,6 +121,9 @@ async def test_a_timeout_kills_then_releases_the_terminal(root: Path) -> None:
 
     assert editor.terminal_calls() == ["create", "wait", "kill", "wait", "output", "release"]
     assert outcome.model_text == "waiting\n\n[timed out after 0.1 s: the command was stopped]"
+    assert outcome.failed
+    assert outcome.display[-1] == TextPart("Timed out after 0.1 s: the command was stopped.")
+    assert outcome.raw_output is not None and outcome.raw_output["timed_out"] is True
 
 
 async def test_the_session_default_timeout_applies_without_a_parameter(root: Path) -> None:
@@ -213,3 +236,15 @@ async def test_a_cancel_while_the_terminal_starts_still_kills_and_releases_it(ro
             editor.opening.set()  # the terminal opens after the cancel
 
     assert editor.terminal_calls() == ["create", "kill", "release"]
+
+
+async def test_the_preview_is_the_command_line_and_where_it_runs(root: Path) -> None:
+    (root / "sub").mkdir()
+    ctx = make_context(root, FakeEditor())
+
+    plain = await TOOL.preview(ShellParams(command="make test"), ctx)
+    elsewhere = await TOOL.preview(ShellParams(command="ls", cwd="sub"), ctx)
+
+    assert plain == (TextPart("```sh\nmake test\n```"),)
+    assert elsewhere == (TextPart(f"in {root / 'sub'}\n```sh\nls\n```"),)
+    assert ctx.editor.calls == [], "a preview runs nothing"  # type: ignore[attr-defined]

@@ -84,7 +84,17 @@ async def test_output_and_exit_code_reach_the_model_and_stream_to_the_client(
     outcome = await TOOL.run(ShellParams(command="echo out; echo err >&2; pwd; exit 3"), local_ctx)
 
     assert outcome.model_text == f"out\nerr\n{root}\n\n[exit code 3]"
-    assert outcome.display == (TextPart(f"```\nout\nerr\n{root}\n```"),)
+    assert outcome.display == (
+        TextPart(f"```\nout\nerr\n{root}\n```"),
+        TextPart("Exited with code 3."),
+    )
+    assert outcome.failed
+    assert outcome.raw_output == {
+        "exit_code": 3,
+        "signal": None,
+        "timed_out": False,
+        "output_truncated": False,
+    }
     terminal = streams(events)
     assert terminal[0] == TerminalStream("local-call-1", cwd=str(root))
     assert "".join(t.output or "" for t in terminal) == f"out\nerr\n{root}\n"

@@ -146,3 +146,64 @@ async def test_a_local_file_in_another_encoding_is_not_overwritten_blindly(
         await TOOL.run(WriteFileParams(path="latin1.txt", content="x"), local_ctx)
 
     assert (root / "latin1.txt").read_bytes() == b"caf\xe9\n"
+
+
+# --- preview: the diff shown before the user decides ---------------------------------------
+
+
+async def test_the_preview_of_a_new_file_is_a_diff_from_nothing_and_writes_nothing(
+    root: Path,
+) -> None:
+    path = str(root / "new.py")
+    editor = FakeEditor()
+
+    preview = await TOOL.preview(
+        WriteFileParams(path="new.py", content="a\n"), make_context(root, editor)
+    )
+
+    assert preview == (DiffContent(path, None, "a\n"),)
+    assert editor.calls == [("read", path, None, None)]
+    assert editor.writes == []
+
+
+async def test_the_preview_of_an_overwrite_shows_the_editors_buffer_as_old_text(
+    root: Path,
+) -> None:
+    path = str(root / "a.txt")
+    (root / "a.txt").write_text("on disk\n")
+    editor = FakeEditor({path: "unsaved edit\n"})
+
+    preview = await TOOL.preview(
+        WriteFileParams(path=path, content="new\n"), make_context(root, editor)
+    )
+
+    assert preview == (DiffContent(path, "unsaved edit\n", "new\n"),)
+    assert (root / "a.txt").read_text() == "on disk\n"
+
+
+async def test_the_local_preview_of_a_new_file_creates_nothing(
+    root: Path, local_ctx: ToolContext
+) -> None:
+    preview = await TOOL.preview(WriteFileParams(path="deep/f.txt", content="hi\n"), local_ctx)
+
+    assert preview == (DiffContent(str(root / "deep/f.txt"), None, "hi\n"),)
+    assert not (root / "deep").exists()
+
+
+async def test_the_completed_write_reports_a_small_summary_as_raw_output(root: Path) -> None:
+    path = str(root / "a.txt")
+    editor = FakeEditor({path: "old\n"})
+    ctx = make_context(root, editor)
+
+    created = await TOOL.run(WriteFileParams(path="b.txt", content="héllo\n"), ctx)
+    overwritten = await TOOL.run(WriteFileParams(path=path, content="x\ny\n"), ctx)
+
+    assert created.raw_output == {
+        "path": str(root / "b.txt"),
+        "created": True,
+        "changed": True,
+        "lines": 1,
+        "bytes": 7,
+    }
+    assert overwritten.raw_output is not None
+    assert (overwritten.raw_output["created"], overwritten.raw_output["lines"]) == (False, 2)
