@@ -402,7 +402,12 @@ class Turn:
                 title=outcome.title,
                 content=outcome.display or None,
                 locations=outcome.locations or None,
-                raw_output=outcome.raw_output,
+                # A client that shows only rawOutput still sees what the model was told.
+                raw_output=(
+                    outcome.raw_output
+                    if outcome.raw_output is not None
+                    else {"output": outcome.model_text}
+                ),
             )
         )
         return ToolResultPart(call.id, outcome.model_parts or (TextPart(outcome.model_text),))
@@ -417,7 +422,11 @@ class Turn:
         return tools_for_mode(self.tools, self.choices.mode)
 
     async def _fail(self, call: ToolCallPart, reason: str) -> ToolResultPart:
-        await self.host.emit(ToolCallUpdated(call.id, status="failed", content=(TextPart(reason),)))
+        await self.host.emit(
+            ToolCallUpdated(
+                call.id, status="failed", content=(TextPart(reason),), raw_output={"error": reason}
+            )
+        )
         return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
 
 

@@ -59,6 +59,9 @@ class ResourceLinkPart:
     """What the mention gave the model: the file with its path and range, a directory
     listing, an image or document, or a note saying why nothing was read. None: not read
     (a link of another scheme): the model has the link alone."""
+    embedded_text: str | None = None
+    """The text the editor sent with the mention (an embedded resource): the model gets it
+    instead of a read, within the same limit. Not stored: `context` holds what was given."""
 
     @property
     def link(self) -> str:

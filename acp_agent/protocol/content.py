@@ -1,13 +1,15 @@
 """ACP prompt content blocks -> the neutral user message.
 
 A `resource_link` becomes a `ResourceLinkPart` with nothing read yet: the sessions room
-reads what it points at before the turn (`sessions/mentions.py`). An embedded blob becomes
-an image when it is one, a document when it is a PDF, else a note naming it.
+reads what it points at before the turn (`sessions/mentions.py`). An embedded text resource
+becomes the same with the text the editor sent; an embedded blob becomes an image when it
+is one, a document when it is a PDF, else a note naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import unquote, urlsplit
 
 from ..messages import DocumentPart, ImagePart, Message, Part, ResourceLinkPart, TextPart
 from ..rpc.errors import INVALID_PARAMS, RpcError
@@ -54,10 +56,16 @@ IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 DOCUMENT_TYPES = frozenset({"application/pdf"})
 
 
-def _embedded(block: EmbeddedResourceContentBlock) -> TextPart | ImagePart | DocumentPart:
+def _embedded(
+    block: EmbeddedResourceContentBlock,
+) -> ResourceLinkPart | TextPart | ImagePart | DocumentPart:
     resource = block.resource
     if isinstance(resource, TextResourceContents):
-        return TextPart(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+        # A mention whose text the editor sent along (Zed's @file and selections): read
+        # like any mention, from this text, so the same limit and line range apply.
+        return ResourceLinkPart(
+            resource.uri, _name_of(resource.uri), resource.mime_type, embedded_text=resource.text
+        )
     assert isinstance(resource, BlobResourceContents)
     mime = (resource.mime_type or "application/octet-stream").lower()
     if mime in IMAGE_TYPES:
@@ -65,3 +73,9 @@ def _embedded(block: EmbeddedResourceContentBlock) -> TextPart | ImagePart | Doc
     if mime in DOCUMENT_TYPES:
         return DocumentPart(resource.blob, mime, resource.uri)
     return TextPart(f"[binary resource {resource.uri} ({mime}) omitted: not an image or PDF]")
+
+
+def _name_of(uri: str) -> str:
+    """The last segment of the URI's path (what the editor shows on its chip)."""
+    path = unquote(urlsplit(uri).path).rstrip("/")
+    return path.rsplit("/", 1)[-1] or uri

@@ -8,6 +8,8 @@ files cut with a note. A path outside the session roots passes the permission po
 `read_file` call would, in the session's mode, with its remembered answers: when it asks,
 the user sees a read tool call and is asked about it; a refusal leaves a note for the model,
 and the prompt goes on. A missing file is a note too. Links of other schemes stay links.
+A mention whose text the editor embedded (Zed's @file, a selection) is given from that text,
+with the same path, range and size limit, and nothing is asked.
 
 Reading happens in the turn's queue slot (a cancel stops it, and the prompt then never
 joins the history); the user's message keeps each mention as the link they typed, with what
@@ -37,7 +39,7 @@ from ..messages import (
     TurnEvent,
 )
 from ..tools import Decision, PermissionMemory, PermissionMode, PermissionQuestion, ToolContext
-from ..tools.file_context import LineRange, MentionedContent, read_context
+from ..tools.file_context import LineRange, MentionedContent, given_text_context, read_context
 from ..tools.permissions import decide
 from ..tools.read_file import ReadFile, ReadFileParams
 
@@ -114,11 +116,14 @@ class MentionReader:
         for part in message.parts:
             if isinstance(part, ResourceLinkPart) and part.context is None:
                 context = await self._context(part)
-                part = part if context is None else replace(part, context=context)
+                if context is not None:
+                    part = replace(part, context=context, embedded_text=None)
             parts.append(part)
         return Message(message.role, parts)
 
     async def _context(self, link: ResourceLinkPart) -> MentionedContent | None:
+        if link.embedded_text is not None:
+            return (TextPart(self._given(link, link.embedded_text)),)
         try:
             target = parse_file_uri(link.uri)
         except NotLocal as exc:
@@ -144,6 +149,18 @@ class MentionReader:
             await self.host.emit(ToolCallUpdated(call_id, status="completed"))
         log.info("mention %s read (%d parts)", path, len(context))
         return context
+
+    def _given(self, link: ResourceLinkPart, text: str) -> str:
+        """The text the editor sent with the mention, as a read would give it. Nothing is
+        read or asked: the user picked it in the editor, which sent it."""
+        try:
+            target = parse_file_uri(link.uri)
+        except NotLocal:
+            target = None
+        if target is None:
+            return given_text_context(link.uri, text, None, self.max_bytes)
+        source = str(self.context.resolve(target.path))
+        return given_text_context(source, text, target.lines, self.max_bytes)
 
     async def _permit(self, path: Path, lines: LineRange | None) -> tuple[str | None, str | None]:
         """Why the policy does not let a mention outside the roots be read (None: it does),

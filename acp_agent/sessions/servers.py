@@ -51,6 +51,7 @@ class PromptUsageError(ValueError):
 @dataclass
 class _SessionServers:
     hub: McpHub
+    specs: tuple[McpServerSpec, ...]
     announced: bool = False
     """The editor knows the session id, so reports may go out."""
     pending: list[str] = field(default_factory=list)
@@ -75,9 +76,20 @@ class McpServers:
         self._sessions: dict[str, _SessionServers] = {}
 
     async def connect(self, session: Session, given: Sequence[McpServerSpec]) -> None:
-        """Connect the session's servers; returns once each is ready or has failed."""
-        specs = merge_specs(specs_from_config(self._config), given)
-        if not specs or self._background is None or session.id in self._sessions:
+        """Connect the session's servers; returns once each is ready or has failed.
+
+        A live session given other servers (a client that loads or resumes it again) gets
+        the new set, unless a turn is running: its tool calls keep the servers they use."""
+        specs = tuple(merge_specs(specs_from_config(self._config), given))
+        current = self._sessions.get(session.id)
+        if current is not None:
+            if current.specs == specs:
+                return
+            if session.busy:
+                log.info("session %s is busy: its MCP servers stay as they are", session.id)
+                return
+            await self.close(session.id)
+        if not specs or self._background is None:
             return
         hub = McpHub(
             specs,
@@ -90,7 +102,7 @@ class McpServers:
             ),
             environ=self._env,
         )
-        self._sessions[session.id] = _SessionServers(hub)
+        self._sessions[session.id] = _SessionServers(hub, specs)
         await self._background.start(hub.run)
 
     def tools(self, session_id: str, builtin: Mapping[str, Tool[Any]]) -> Mapping[str, Tool[Any]]:

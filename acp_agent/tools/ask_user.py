@@ -130,6 +130,7 @@ class AskUser(Tool[AskUserParams]):
                     model_text="The user declined to answer. Go on without the answer, or "
                     "ask differently if you cannot.",
                     display=(TextPart("Declined."),),
+                    raw_output={"action": "decline"},
                 )
             case _:
                 raise TurnCancelled("The user dismissed the question.")
@@ -168,4 +169,8 @@ def _answered(schema: dict[str, Any], content: dict[str, Any]) -> ToolOutcome:
     shown = "\n".join(
         f"{asked[name].get('title', name)}: {value}" for name, value in answers.items()
     )
-    return ToolOutcome(model_text=text, display=(TextPart(shown or "No answer given."),))
+    return ToolOutcome(
+        model_text=text,
+        display=(TextPart(shown or "No answer given."),),
+        raw_output={"action": "accept", "answers": answers},
+    )

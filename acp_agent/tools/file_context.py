@@ -87,7 +87,15 @@ async def read_context(
         return (_note(path, str(exc)),)
     if text is None:
         return (_note(path, "it does not exist"),)
-    return (TextPart(_file_element(path, text, lines or LineRange(1), read_to_end, max_bytes)),)
+    return (
+        TextPart(_file_element(str(path), text, lines or LineRange(1), read_to_end, max_bytes)),
+    )
+
+
+def given_text_context(source: str, text: str, lines: LineRange | None, max_bytes: int) -> str:
+    """The text the editor sent for a mention of `source` (a path, else its URI), as a read
+    of it would give it: in a `<file>` element with its range, cut at `max_bytes`."""
+    return _file_element(source, text, lines or LineRange(1), True, max_bytes)
 
 
 # --- looking before reading ---------------------------------------------------------------
@@ -199,7 +207,7 @@ def _decode(chunks: list[bytes]) -> str:
 
 
 def _file_element(
-    path: Path, text: str, lines: LineRange, read_to_end: bool, max_bytes: int
+    source: str, text: str, lines: LineRange, read_to_end: bool, max_bytes: int
 ) -> str:
     """The text in a `<file>` element naming its path and, when not the whole file, its
     lines; cut at `max_bytes` on a line boundary, with a note where to read on."""
@@ -216,7 +224,7 @@ def _file_element(
     last = first + count - 1
     body = text if not text or text.endswith("\n") else text + "\n"
     whole = first == 1 and not cut and lines.last is None
-    attributes = f'path="{html.escape(str(path))}"'
+    attributes = f'path="{html.escape(source)}"'
     if not whole and count:
         attributes += f' lines="{first}-{last}"'
     notes: list[str] = []

@@ -11,6 +11,7 @@ again only when they change, and `/mcp` kept in the history a load replays.
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -232,6 +233,44 @@ async def test_mcp_without_servers_says_so(connection: Connection, tmp_path: Pat
         shown = agent_text(client, sid)
 
     assert shown.startswith("No MCP servers")
+
+
+async def test_an_mcp_tool_call_shows_its_server_tool_input_and_raw_output(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        sid, _ = await open_session(client, tmp_path, everything())
+        assert await run(client, sid, '@tool mcp__box__echo {"text": "ping"}') == "end_turn"
+        calls = [u for _, u in updates(client, sid) if u["sessionUpdate"].startswith("tool_call")]
+
+    started, finished = calls[0], calls[-1]
+    assert started["name"] == "mcp__box__echo" and "box" in started["title"]
+    assert started["rawInput"] == {"text": "ping"}
+    assert finished["status"] == "completed"
+    assert "ping" in json.dumps(finished["rawOutput"])
+
+
+async def test_resuming_a_live_session_with_other_servers_connects_those(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        sid, _ = await open_session(client, tmp_path, everything("box"))
+        await run(client, sid, "/mcp")
+        before = agent_text(client, sid)
+        reply = await client.reply(
+            await client.start_request(
+                "session/resume",
+                {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": [everything("crate")]},
+            )
+        )
+        assert "error" not in reply, reply
+        start = len(client.frames)
+        await run(client, sid, "/mcp")
+        after = agent_text(client, sid, start)
+
+    assert "MCP server 'box'" in before
+    assert after.startswith("MCP server 'crate'") and "'box'" not in after
+    assert "mcp__crate__echo" in after
 
 
 async def test_mcp_is_kept_in_the_history_and_replayed_on_load(

@@ -236,6 +236,53 @@ async def test_a_large_file_is_cut_at_the_configured_limit_with_a_note(
     )
 
 
+def embedded(uri: str, text: str) -> dict[str, Any]:
+    """A mention as Zed sends it to an agent with `embeddedContext`: the text comes along."""
+    return {"type": "resource", "resource": {"uri": uri, "text": text, "mimeType": "text/x-python"}}
+
+
+async def test_an_embedded_mention_is_given_with_its_path_and_range_and_nothing_is_read(
+    connection: Connection, workspace: Path, outside: Path, model_requests: list[ModelRequest]
+) -> None:
+    selection = embedded((outside / "notes.txt").as_uri() + "#L10:11", "ten\neleven\n")
+    async with connection() as client:
+        await client.initialize(ZED_INITIALIZE)
+        session_id = await client.new_session(workspace)
+        reply = await prompt(client, session_id, text("why "), selection)
+
+    assert reply["result"] == {"stopReason": "end_turn"}
+    # The editor sent it: no read, and no question even outside the roots.
+    assert fs_reads(client) == []
+    assert client.agent_requests_for("session/request_permission") == []
+    (mention,) = mentions_of(model_requests[-1])
+    assert mention.name == "notes.txt"
+    assert mention.context == (
+        TextPart(f'<file path="{outside}/notes.txt" lines="10-11">\nten\neleven\n</file>'),
+    )
+    assert mention.embedded_text is None  # given once, kept as context
+    assert client.updates(session_id)[-1]["title"] == "why @notes.txt"
+
+
+async def test_a_large_embedded_mention_is_cut_at_the_configured_limit(
+    connection: Connection, workspace: Path, tmp_path: Path, model_requests: list[ModelRequest]
+) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text('mention_max_bytes = 1024\n[providers.echo]\ntype = "echo"\n')
+    big = "".join(f"row {n:05d}\n" for n in range(1, 5001))
+    async with connection(str(config)) as client:
+        await client.initialize(ZED_INITIALIZE)
+        session_id = await client.new_session(workspace)
+        reply = await prompt(client, session_id, embedded((workspace / "big.txt").as_uri(), big))
+
+    assert reply["result"] == {"stopReason": "end_turn"}
+    (mention,) = mentions_of(model_requests[-1])
+    (part,) = mention.context or ()
+    assert isinstance(part, TextPart)
+    assert part.text.startswith(f'<file path="{workspace}/big.txt" lines="1-102">\nrow 00001\n')
+    assert "[cut at 1024 bytes: showing lines 1-102" in part.text
+    assert "row 00103" not in part.text
+
+
 # --- outside the roots --------------------------------------------------------------------
 
 

@@ -209,3 +209,28 @@ async def test_a_finished_read_shows_the_text_read(connection: Connection, tmp_p
         "bytes": 12,
         "continues": True,
     }
+
+
+async def test_every_finished_tool_call_carries_raw_output(
+    connection: Connection, tmp_path: Path
+) -> None:
+    """A client that expands only `rawOutput` sees each result: tools with a structured
+    result give it, the others what the model was told, a failure its reason."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    prompt = "\n".join(
+        [
+            tool("plan", entries=[{"content": "look", "status": "pending"}]),
+            tool("search", grep="alpha"),
+            tool("read_file", path="missing.txt"),
+            tool("no_such_tool"),
+        ]
+    )
+
+    async with connection() as client:
+        _, frames = await run(client, tmp_path, prompt, LOCAL_COMMANDS_INITIALIZE)
+
+    finished = [f for f in frames if f.get("status") in ("completed", "failed")]
+    assert len(finished) == 4
+    assert all(isinstance(f.get("rawOutput"), dict) and f["rawOutput"] for f in finished)
+    failed = [f for f in finished if f["status"] == "failed"]
+    assert [sorted(f["rawOutput"]) for f in failed] == [["error"], ["error"]]
