@@ -86,7 +86,7 @@ class Facts:
     max_output_tokens: int | None = None
     reasoning: bool | None = None
     images: bool | None = None
-    """The model reads images (shown by `acp-agent models`; every image is still sent)."""
+    """The model reads images (an image for one that does not becomes a note)."""
     documents: bool | None = None
     """The model reads PDFs, says the catalog (shown, not used: `ModelConfig.documents`
     and its provider type's default decide what is sent)."""
@@ -123,6 +123,7 @@ def complete(model: ModelConfig, provider: ProviderConfig, provider_name: str) -
         ("context_window", facts.context_window, facts.limits_from),
         ("max_output_tokens", facts.max_output_tokens, facts.limits_from),
         ("reasoning", facts.reasoning, facts.limits_from),
+        ("images", facts.images, facts.limits_from),
         ("prices", facts.prices, facts.prices_from),
     ):
         if key in given:
@@ -146,7 +147,6 @@ def complete(model: ModelConfig, provider: ProviderConfig, provider_name: str) -
     completed = model.model_copy(update=update) if update else model.model_copy()
     completed._sources = sources
     completed._notes = facts.notes
-    completed._images = facts.images
     return completed
 
 

@@ -143,11 +143,15 @@ class ModelConfig(_Strict):
         "inputs); a PDF for a model that does not gets a note instead. Unset: true for "
         "anthropic and openai providers, false for other servers.",
     )
+    images: StrictBool | None = Field(
+        None,
+        description="The model reads images; an image for a model that does not gets a note "
+        "instead. Unset: what the model catalog says, else true.",
+    )
 
     # Filled in by `catalog.complete`: where each fact came from, and what the catalog noted.
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _notes: tuple[str, ...] = PrivateAttr(())
-    _images: bool | None = PrivateAttr(None)
 
     @property
     def sources(self) -> dict[str, str]:
@@ -161,11 +165,6 @@ class ModelConfig(_Strict):
         """What the catalog noted about this model (e.g. no prices for a local server)."""
         return self._notes
 
-    @property
-    def images(self) -> bool | None:
-        """Whether the model reads images, says the catalog; None: unknown."""
-        return self._images
-
 
 _DOCUMENT_READERS = frozenset({"anthropic", "anthropic-bedrock", "anthropic-vertex", "openai"})
 """Provider types whose models read PDFs unless their config says otherwise."""
@@ -176,6 +175,11 @@ def _reads_documents(provider_type: str, models: tuple[ModelConfig, ...], model_
     if model is not None and model.documents is not None:
         return model.documents
     return provider_type in _DOCUMENT_READERS
+
+
+def _reads_images(models: tuple[ModelConfig, ...], model_id: str) -> bool:
+    model = next((model for model in models if model.id == model_id), None)
+    return model is None or model.images is not False
 
 
 class RetryConfig(_Strict):
@@ -237,6 +241,10 @@ class OpenAIProviderConfig(_Strict):
         """Whether the model is sent documents: its `documents`, else this type's default."""
         return _reads_documents(self.type, self.models, model_id)
 
+    def reads_images(self, model_id: str) -> bool:
+        """Whether the model is sent images: its `images` (config or catalog), else yes."""
+        return _reads_images(self.models, model_id)
+
     @model_validator(mode="after")
     def _usable(self) -> OpenAIProviderConfig:
         if self.type in ("openai-compatible", "azure-openai") and not self.base_url:
@@ -285,6 +293,10 @@ class AnthropicProviderConfig(_Strict):
     def reads_documents(self, model_id: str) -> bool:
         """Whether the model is sent documents: its `documents`, else this type's default."""
         return _reads_documents(self.type, self.models, model_id)
+
+    def reads_images(self, model_id: str) -> bool:
+        """Whether the model is sent images: its `images` (config or catalog), else yes."""
+        return _reads_images(self.models, model_id)
 
     @model_validator(mode="after")
     def _usable(self) -> AnthropicProviderConfig:

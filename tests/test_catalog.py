@@ -52,6 +52,7 @@ def test_a_known_model_without_figures_gets_the_catalogs() -> None:
         "context_window": "models.dev openai/gpt-4.1",
         "max_output_tokens": "models.dev openai/gpt-4.1",
         "reasoning": "models.dev openai/gpt-4.1",
+        "images": "models.dev openai/gpt-4.1",
         "prices": "genai-prices openai/gpt-4.1",
     }
     assert model.images is True

@@ -36,7 +36,7 @@ from ..messages import (
     model_parts,
 )
 from ._wire import body_with_pieces, dumps
-from .base import ModelRequest, document_note
+from .base import ModelRequest
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -161,11 +161,10 @@ _OPEN: Final = {
 }
 
 
-def message_blocks(message: Message, *, documents: bool = True) -> MessageBlocks:
-    """`documents`: the model reads PDFs (as `document` blocks); else each gets a note."""
+def message_blocks(message: Message) -> MessageBlocks:
     match message.role:
         case "user":
-            return MessageBlocks("user", _user_blocks(message.parts, documents))
+            return MessageBlocks("user", _user_blocks(message.parts))
         case "assistant":
             return MessageBlocks("assistant", _assistant_blocks(message.parts))
         case "tool":
@@ -278,7 +277,7 @@ def _message_param(turns: _Turns, turn: int) -> api.MessageParam:
     return {"role": "assistant", "content": turns.blocks(turn)}
 
 
-def _user_blocks(parts: Sequence[Part], documents: bool) -> list[api.ContentBlockParam]:
+def _user_blocks(parts: Sequence[Part]) -> list[api.ContentBlockParam]:
     blocks: list[api.ContentBlockParam] = []
     for part in model_parts(parts):
         match part:
@@ -288,7 +287,7 @@ def _user_blocks(parts: Sequence[Part], documents: bool) -> list[api.ContentBloc
             case ImagePart():
                 blocks.append(_image(part))
             case DocumentPart():
-                blocks.append(_document(part) if documents else _text(document_note(part)))
+                blocks.append(_document(part))
             case _:
                 raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
     return blocks

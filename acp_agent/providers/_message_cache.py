@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ..messages import Message, Part
+from .base import Inputs, readable
 
 T = TypeVar("T")
 
@@ -86,3 +87,21 @@ class MessageCache(Generic[T]):
         stale = [key for key, entry in self._entries.items() if entry.used < oldest]
         for key in stale:
             del self._entries[key]
+
+
+class ConvertedMessages(Generic[T]):
+    """`convert(readable(message, inputs))` for the messages of each request: a
+    `MessageCache` per kind of model input, as a session may switch between models of one
+    provider that read different inputs (a PDF for one is a note for the other)."""
+
+    def __init__(self, convert: Callable[[Message], T]) -> None:
+        self._convert = convert
+        self._caches: dict[Inputs, MessageCache[T]] = {}
+
+    def values(self, messages: Sequence[Message], inputs: Inputs) -> list[T]:
+        cache = self._caches.get(inputs)
+        if cache is None:
+            convert = self._convert
+            cache = MessageCache(lambda message: convert(readable(message, inputs)))
+            self._caches[inputs] = cache
+        return cache.values(messages)

@@ -56,7 +56,7 @@ from ..messages import (
     model_parts,
 )
 from ._wire import dumps
-from .base import document_note, parse_tool_arguments
+from .base import parse_tool_arguments
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS: dict[str, ModelStopReason] = {
@@ -75,12 +75,10 @@ class UnsupportedPart(ValueError):
 # --- request ------------------------------------------------------------------------------
 
 
-def to_messages(
-    system: str, messages: Sequence[Message], *, documents: bool = True
-) -> list[ChatCompletionMessageParam]:
+def to_messages(system: str, messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
     result = system_messages(system)
     for message in messages:
-        result.extend(message_params(message, documents=documents))
+        result.extend(message_params(message))
     return result
 
 
@@ -88,12 +86,11 @@ def system_messages(system: str) -> list[ChatCompletionMessageParam]:
     return [{"role": "system", "content": system}] if system else []
 
 
-def message_params(message: Message, *, documents: bool = True) -> list[ChatCompletionMessageParam]:
-    """The API messages one neutral message becomes (a tool message: one per result).
-    `documents`: the model reads PDFs (as `file` parts); else each gets a note."""
+def message_params(message: Message) -> list[ChatCompletionMessageParam]:
+    """The API messages one neutral message becomes (a tool message: one per result)."""
     match message.role:
         case "user":
-            return [_user_message(message.parts, documents)]
+            return [_user_message(message.parts)]
         case "assistant":
             return [_assistant_message(message.parts)]
         case "tool":
@@ -102,9 +99,9 @@ def message_params(message: Message, *, documents: bool = True) -> list[ChatComp
             assert_never(message.role)
 
 
-def encode_message(message: Message, *, documents: bool = True) -> bytes:
+def encode_message(message: Message) -> bytes:
     """`message_params(message)` as JSON list items (comma-separated, no brackets)."""
-    return b",".join(dumps(param) for param in message_params(message, documents=documents))
+    return b",".join(dumps(param) for param in message_params(message))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]:
@@ -121,24 +118,22 @@ def to_tools(tools: Iterable[ToolSpec]) -> list[ChatCompletionFunctionToolParam]
     ]
 
 
-def _user_message(parts: Sequence[Part], documents: bool) -> ChatCompletionUserMessageParam:
-    content = [_user_content(part, documents) for part in model_parts(parts)]
+def _user_message(parts: Sequence[Part]) -> ChatCompletionUserMessageParam:
+    content = [_user_content(part) for part in model_parts(parts)]
     if all(item["type"] == "text" for item in content):
         # A plain string: older OpenAI-compatible servers reject content arrays for text.
         return {"role": "user", "content": "\n".join(_texts(content))}
     return {"role": "user", "content": content}
 
 
-def _user_content(part: Part, documents: bool) -> ChatCompletionContentPartParam:
+def _user_content(part: Part) -> ChatCompletionContentPartParam:
     match part:
         case TextPart():
             return _text_content(part)
         case ImagePart():
             return _image_content(part)
         case DocumentPart():
-            if documents:
-                return _file_content(part)
-            return _text_content(TextPart(document_note(part)))
+            return _file_content(part)
     raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
 
 

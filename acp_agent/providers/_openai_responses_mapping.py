@@ -76,7 +76,7 @@ from ..messages import (
 )
 from ._openai_chat_mapping import UnsupportedPart, file_name
 from ._wire import dumps
-from .base import document_note, parse_tool_arguments
+from .base import parse_tool_arguments
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""
@@ -115,21 +115,18 @@ class ResponseFailed(Exception):
 # --- request ------------------------------------------------------------------------------
 
 
-def to_input(
-    messages: Sequence[Message], *, documents: bool = True
-) -> list[ResponseInputItemParam]:
+def to_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]:
     items: list[ResponseInputItemParam] = []
     for message in messages:
-        items.extend(input_items(message, documents=documents))
+        items.extend(input_items(message))
     return items
 
 
-def input_items(message: Message, *, documents: bool = True) -> list[ResponseInputItemParam]:
-    """The input items one neutral message becomes. `documents`: the model reads PDFs (as
-    `input_file` items); else each gets a note."""
+def input_items(message: Message) -> list[ResponseInputItemParam]:
+    """The input items one neutral message becomes."""
     match message.role:
         case "user":
-            return [_user_message(message.parts, documents)]
+            return [_user_message(message.parts)]
         case "assistant":
             return _assistant_items(message.parts)
         case "tool":
@@ -138,9 +135,9 @@ def input_items(message: Message, *, documents: bool = True) -> list[ResponseInp
             assert_never(message.role)
 
 
-def encode_input(message: Message, *, documents: bool = True) -> bytes:
+def encode_input(message: Message) -> bytes:
     """`input_items(message)` as JSON list items (comma-separated, no brackets)."""
-    return b",".join(dumps(item) for item in input_items(message, documents=documents))
+    return b",".join(dumps(item) for item in input_items(message))
 
 
 def to_tools(tools: Iterable[ToolSpec]) -> list[FunctionToolParam]:
@@ -170,23 +167,18 @@ def reasoning_data(item: ResponseReasoningItem) -> dict[str, Any] | None:
     return {REASONING_KEY_PREFIX + item.id: kept}
 
 
-def _user_message(parts: Sequence[Part], documents: bool) -> EasyInputMessageParam:
-    return {
-        "role": "user",
-        "content": [_user_content(part, documents) for part in model_parts(parts)],
-    }
+def _user_message(parts: Sequence[Part]) -> EasyInputMessageParam:
+    return {"role": "user", "content": [_user_content(part) for part in model_parts(parts)]}
 
 
-def _user_content(part: Part, documents: bool) -> ResponseInputContentParam:
+def _user_content(part: Part) -> ResponseInputContentParam:
     match part:
         case TextPart():
             return _input_text(part)
         case ImagePart():
             return _input_image(part)
         case DocumentPart():
-            if documents:
-                return _input_file(part)
-            return _input_text(TextPart(document_note(part)))
+            return _input_file(part)
     raise UnsupportedPart(f"a user message cannot carry {type(part).__name__}")
 
 

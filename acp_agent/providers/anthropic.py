@@ -29,7 +29,6 @@ Error mapping, decided here once:
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import re
@@ -58,10 +57,10 @@ from ._anthropic_mapping import (
     to_params,
 )
 from ._anthropic_stream import EventMapper
-from ._message_cache import MessageCache
+from ._message_cache import ConvertedMessages
 from ._transport import checked_event_stream, not_found, not_listening
 from ._wire import loads, server_sent_events
-from .base import ModelRequest
+from .base import ModelRequest, model_inputs
 from .errors import (
     AuthError,
     ContextWindowError,
@@ -121,12 +120,7 @@ class AnthropicProvider:
         self._sdk_client: AnyAnthropicClient | None = None
         self._messages: AsyncMessages | None = None
         self._errors = _VENDOR_ERRORS
-        self._blocks: MessageCache[MessageBlocks] = MessageCache(message_blocks)
-        # For models configured not to read documents (their PDFs become notes); a session
-        # may switch between models of this provider, so each kind keeps its own.
-        self._blocks_without_documents: MessageCache[MessageBlocks] = MessageCache(
-            functools.partial(message_blocks, documents=False)
-        )
+        self._blocks: ConvertedMessages[MessageBlocks] = ConvertedMessages(message_blocks)
 
     async def aclose(self) -> None:
         if self._sdk_client is not None:
@@ -137,9 +131,8 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         self._get_messages()  # a missing key fails here, before any work
         try:
-            documents = self._config.reads_documents(request.model)
-            cache = self._blocks if documents else self._blocks_without_documents
-            blocks = cache.values(request.messages)
+            inputs = model_inputs(self._config, request.model)
+            blocks = self._blocks.values(request.messages, inputs)
             response = await self._send(request, blocks)
         except UnsupportedPart as exc:
             raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc

@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from ..messages import INVALID_JSON_KEY, DocumentPart, Message, StreamEvent, ToolSpec
+from ..messages import (
+    INVALID_JSON_KEY,
+    DocumentPart,
+    ImagePart,
+    Message,
+    Part,
+    ResourceLinkPart,
+    StreamEvent,
+    TextPart,
+    ToolResultPart,
+    ToolSpec,
+)
 
 
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
@@ -23,11 +34,67 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
     return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}
 
 
-def document_note(part: DocumentPart) -> str:
-    """What a model that is not sent documents reads instead of one."""
-    return (
-        f"[document {part.name} ({part.mime_type}) not sent: this model is not set up to "
-        "read documents (models[].documents in the agent's config)]"
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a model reads besides text (its config, else the catalog, decides)."""
+
+    documents: bool = True
+    images: bool = True
+
+
+class _ReadsInputs(Protocol):
+    def reads_documents(self, model_id: str) -> bool: ...
+
+    def reads_images(self, model_id: str) -> bool: ...
+
+
+def model_inputs(config: _ReadsInputs, model_id: str) -> Inputs:
+    """What the provider config says `model_id` reads."""
+    return Inputs(documents=config.reads_documents(model_id), images=config.reads_images(model_id))
+
+
+def readable(message: Message, inputs: Inputs) -> Message:
+    """`message` as a model that reads only `inputs` is sent it: each document or image it
+    does not read (typed, mentioned or returned by a tool) becomes a note naming it, so the
+    history stays sendable to every model a session switches to."""
+    if inputs.documents and inputs.images:
+        return message
+    return Message(message.role, [_readable_part(part, inputs) for part in message.parts])
+
+
+def _readable_part(part: Part, inputs: Inputs) -> Part:
+    match part:
+        case TextPart() | ImagePart() | DocumentPart():
+            return _readable_media(part, inputs)
+        case ResourceLinkPart(context=context) if context:
+            return replace(part, context=tuple(_readable_media(item, inputs) for item in context))
+        case ToolResultPart(content=content) if not inputs.images:
+            return replace(
+                part,
+                content=tuple(
+                    _image_note(item) if isinstance(item, ImagePart) else item for item in content
+                ),
+            )
+    return part
+
+
+def _readable_media(
+    part: TextPart | ImagePart | DocumentPart, inputs: Inputs
+) -> TextPart | ImagePart | DocumentPart:
+    if isinstance(part, DocumentPart) and not inputs.documents:
+        return TextPart(
+            f"[document {part.name} ({part.mime_type}) not sent: this model is not set up to "
+            "read documents (models[].documents in the agent's config)]"
+        )
+    if isinstance(part, ImagePart) and not inputs.images:
+        return _image_note(part)
+    return part
+
+
+def _image_note(part: ImagePart) -> TextPart:
+    return TextPart(
+        f"[image ({part.mime_type}) not sent: this model does not read images "
+        "(models[].images in the agent's config)]"
     )
 
 

@@ -12,7 +12,6 @@ everything else a turn does once the conversation is long or the stream fast.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -25,7 +24,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ..messages import StreamEvent
-from ._message_cache import MessageCache
+from ._message_cache import ConvertedMessages
 from ._openai_chat_mapping import (
     ChunkMapper,
     UnsupportedPart,
@@ -36,7 +35,7 @@ from ._openai_chat_mapping import (
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
 from ._transport import checked_event_stream
 from ._wire import body_with_list, dumps, server_sent_events
-from .base import ModelRequest
+from .base import ModelRequest, model_inputs
 from .errors import ProviderError, ProviderUnavailable
 from .openai_responses import OpenAIResponsesProvider
 
@@ -49,11 +48,7 @@ class OpenAIChatProvider:
         self.name = name
         self._connection = OpenAIConnection(name, config, env)
         self._responses = OpenAIResponsesProvider(name, config, env, connection=self._connection)
-        self._encoded: MessageCache[bytes] = MessageCache(encode_message)
-        # For models configured not to read documents (see the Anthropic provider).
-        self._encoded_without_documents: MessageCache[bytes] = MessageCache(
-            functools.partial(encode_message, documents=False)
-        )
+        self._encoded: ConvertedMessages[bytes] = ConvertedMessages(encode_message)
 
     async def aclose(self) -> None:
         await self._connection.aclose()  # shared with the Responses provider
@@ -107,9 +102,8 @@ class OpenAIChatProvider:
 
     def _encoded_messages(self, request: ModelRequest) -> list[bytes]:
         system = [dumps(message) for message in system_messages(request.system)]
-        documents = self._connection.config.reads_documents(request.model)
-        cache = self._encoded if documents else self._encoded_without_documents
-        return system + cache.values(request.messages)
+        inputs = model_inputs(self._connection.config, request.model)
+        return system + self._encoded.values(request.messages, inputs)
 
     async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ChunkMapper()

@@ -14,7 +14,6 @@ as its typed stream would (`_events` mirrors `openai.AsyncStream`, errors includ
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -27,7 +26,7 @@ from openai._response import AsyncAPIResponse
 from openai.types.responses import Response, ResponseStreamEvent
 
 from ..messages import StreamEvent
-from ._message_cache import MessageCache
+from ._message_cache import ConvertedMessages
 from ._openai_chat_mapping import UnsupportedPart
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
 from ._openai_responses_mapping import (
@@ -38,7 +37,7 @@ from ._openai_responses_mapping import (
 )
 from ._transport import checked_event_stream
 from ._wire import body_with_list, loads, server_sent_events
-from .base import ModelRequest
+from .base import ModelRequest, model_inputs
 from .errors import ProviderError, ProviderUnavailable
 
 if TYPE_CHECKING:
@@ -56,11 +55,7 @@ class OpenAIResponsesProvider:
     ) -> None:
         self.name = name
         self._connection = connection or OpenAIConnection(name, config, env)
-        self._encoded: MessageCache[bytes] = MessageCache(encode_input)
-        # For models configured not to read documents (see the Anthropic provider).
-        self._encoded_without_documents: MessageCache[bytes] = MessageCache(
-            functools.partial(encode_input, documents=False)
-        )
+        self._encoded: ConvertedMessages[bytes] = ConvertedMessages(encode_input)
 
     async def aclose(self) -> None:
         await self._connection.aclose()
@@ -108,9 +103,8 @@ class OpenAIResponsesProvider:
             fields["reasoning"] = {"effort": level, "summary": "auto"}
         if request.max_output_tokens is not None:
             fields["max_output_tokens"] = request.max_output_tokens
-        documents = self._connection.config.reads_documents(request.model)
-        cache = self._encoded if documents else self._encoded_without_documents
-        return body_with_list(fields, "input", cache.values(request.messages))
+        inputs = model_inputs(self._connection.config, request.model)
+        return body_with_list(fields, "input", self._encoded.values(request.messages, inputs))
 
     async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
         mapper = ResponseEventMapper()

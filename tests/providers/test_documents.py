@@ -1,6 +1,6 @@
-"""PDFs and mentions in requests: each vendor's document input for models that read
-documents, a note for the others (`models[].documents`), a mention's link where it was
-typed and what was read for it after; and what they count for."""
+"""PDFs, images and mentions in requests: each vendor's document and image input for
+models that read them, a note for the others (`models[].documents`, `models[].images`), a
+mention's link where it was typed and what was read for it after; and what they count for."""
 
 from __future__ import annotations
 
@@ -17,7 +17,15 @@ from acp_agent.config import (
     ModelConfig,
     OpenAIProviderConfig,
 )
-from acp_agent.messages import DocumentPart, ImagePart, Message, ResourceLinkPart, TextPart
+from acp_agent.messages import (
+    DocumentPart,
+    ImagePart,
+    Message,
+    ResourceLinkPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from acp_agent.providers import ModelRequest
 from acp_agent.providers.anthropic import AnthropicProvider
 from acp_agent.providers.echo import EchoProvider
@@ -184,6 +192,76 @@ async def test_one_provider_sends_each_model_what_it_reads_from_one_history() ->
         else:
             assert content == f"{TYPED}\n{NOTE}\n{READ}"
     await provider.aclose()
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+IMAGE_NOTE = (
+    "[image (image/png) not sent: this model does not read images (models[].images in the "
+    "agent's config)]"
+)
+PICTURE_MENTION = ResourceLinkPart(
+    "file:///w/shot.png", "shot.png", "image/png", context=(ImagePart(PNG, "image/png"),)
+)
+
+
+def image_history() -> list[Message]:
+    """An image typed, an image mentioned, and an image a tool returned."""
+    return [
+        Message("user", [TextPart("look "), ImagePart(PNG, "image/png"), PICTURE_MENTION]),
+        Message("assistant", [ToolCallPart("call_1", "screenshot", {})]),
+        Message(
+            "tool", [ToolResultPart("call_1", (TextPart("taken"), ImagePart(PNG, "image/png")))]
+        ),
+    ]
+
+
+def text_only_anthropic() -> AnthropicProvider:
+    config = AnthropicProviderConfig(
+        type="anthropic",
+        models=(ModelConfig(id="claude"), ModelConfig(id="text-only", images=False)),
+        prompt_caching=False,
+    )
+    return AnthropicProvider("anthropic", config, {"ANTHROPIC_API_KEY": "sk-ant-test"})
+
+
+@respx.mock
+async def test_a_model_that_reads_no_images_gets_notes_and_the_next_model_the_images() -> None:
+    """A session that switches to a text-only model keeps working: every image of its
+    history (typed, mentioned, from a tool) is a note for that model, and the images are
+    still there for a model that reads them."""
+    route = respx.post(MESSAGES_URL).mock(side_effect=lambda _: sse("anthropic_text.sse"))
+    provider = text_only_anthropic()
+    history = image_history()
+    bodies = []
+    for model in ("text-only", "claude"):
+        await collect(provider, ModelRequest(model=model, system="", messages=history))
+        bodies.append(str(sent_body(route)["messages"]))
+    await provider.aclose()
+
+    text_only, reader = bodies
+    assert text_only.count(IMAGE_NOTE) == 3 and PNG not in text_only
+    assert reader.count(PNG) == 3 and IMAGE_NOTE not in reader
+
+
+@respx.mock
+@pytest.mark.parametrize(
+    ("model", "url", "fixture"),
+    [
+        ("gpt", CHAT_URL, "openai_text.sse"),
+        ("resp", RESPONSES_URL, "openai_responses_text.sse"),
+    ],
+)
+async def test_openai_models_that_read_no_images_get_notes(
+    model: str, url: str, fixture: str
+) -> None:
+    route = respx.post(url).mock(side_effect=lambda _: sse(fixture))
+    provider = openai(images=False)
+    await collect(provider, ModelRequest(model=model, system="", messages=image_history()))
+    await provider.aclose()
+
+    sent = str(sent_body(route))
+    assert PNG not in sent
+    assert sent.count(IMAGE_NOTE) == 3
 
 
 async def test_echo_shows_the_link_and_what_was_read_without_obeying_it() -> None:

@@ -57,6 +57,7 @@ from acp_agent.providers._openai_responses_mapping import (
 )
 from acp_agent.providers._openai_responses_mapping import to_tools as responses_tools
 from acp_agent.providers.anthropic import AnthropicProvider
+from acp_agent.providers.base import Inputs
 from acp_agent.providers.openai_chat import OpenAIChatProvider
 
 KEY = "sk-test-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
@@ -820,7 +821,7 @@ def test_anthropic_requests_are_the_json_the_sdk_would_send(
             ours = sent_json(route)
             params = to_params(request, caching=caching)  # every message converted afresh
             # Bedrock and Vertex get the arguments, from the cached blocks: the same.
-            blocks = provider._blocks.values(history)
+            blocks = provider._blocks.values(history, Inputs())
             assert to_params(request, caching=caching, blocks=blocks) == params
             async with provider._get_messages().with_streaming_response.create(
                 model=CLAUDE,
