@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import resource_link_block, text_block
-from acp.schema import ReadTextFileResponse
+from acp import resource_block, resource_link_block, text_block
+from acp.schema import ReadTextFileResponse, TextResourceContents
 from e2e_support import AGENT_COMMAND
 from fake_llm import FakeLLM
 from test_e2e_acpx import ACPX, answer_to, frames, updates
@@ -99,6 +99,36 @@ async def test_the_sdk_client_mentions_reach_the_model_with_path_range_and_unsav
             f'<file path="{elsewhere}/notes.md">\n# Notes from outside\n</file>',
             f"[the mentioned file {workspace}/gone.py was not read: it does not exist]",
         ]
+    )
+
+
+async def test_the_sdk_client_embedded_selection_reaches_the_model_with_its_range(
+    fake_llm: FakeLLM,
+    agent_env: dict[str, str],
+    agent_stderr: Path,
+    workspace: Path,
+) -> None:
+    """What Zed sends for `@file` and selections to an agent with `embeddedContext`: the
+    text comes along, so nothing is read and nothing asked, and the model gets it with its
+    path and range."""
+    app = workspace / "app.py"
+    app.write_text(APP)
+    client = RecordingClient()
+    selection = TextResourceContents(
+        uri=app.as_uri() + "#L4:4", text="print(main())\n", mime_type="text/x-python"
+    )
+    async with running_agent(agent_env, agent_stderr, workspace, client) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        blocks = [text_block("why "), resource_block(selection)]
+        result = await asyncio.wait_for(
+            conn.prompt(session_id=session.session_id, prompt=blocks), 10
+        )
+
+    assert result.stop_reason == "end_turn"
+    assert client.reads == [] and client.permission_requests == []
+    assert user_content(fake_llm) == (
+        f"why [@app.py]({app.as_uri()}#L4:4)\n"
+        f'<file path="{app}" lines="4-4">\nprint(main())\n</file>'
     )
 
 

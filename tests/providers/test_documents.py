@@ -194,7 +194,10 @@ async def test_one_provider_sends_each_model_what_it_reads_from_one_history() ->
     await provider.aclose()
 
 
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 IMAGE_NOTE = (
     "[image (image/png) not sent: this model does not read images (models[].images in the "
     "agent's config)]"
