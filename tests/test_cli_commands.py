@@ -28,7 +28,7 @@ default_model = "main/big"
 type = "openai"
 api_key_env = "MAIN_KEY"
 models = [
-    { id = "small", name = "Small", context_window = 32000 },
+    { id = "small", name = "Small", context_window = 32000, images = false },
     { id = "big", context_window = 1000000, prices = { input = 2.0, output = 8.0 } },
 ]
 
@@ -70,7 +70,8 @@ def test_models_lists_each_provider_with_its_key_state_and_marks_the_default(
     assert "offline (echo): none needed (offline)" in out
     lines = out.splitlines()
     assert any(line.startswith("  * main/big") and "1,000,000 tokens" in line for line in lines)
-    assert any(line.startswith("    main/small") and "Small" in line for line in lines)
+    small = next(line for line in lines if line.startswith("    main/small"))
+    assert "Small" in small and "no images" in small
     assert "$2.00 in, $8.00 out per 1M" in out
     assert "sk-main-secret" not in out
 

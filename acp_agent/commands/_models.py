@@ -164,4 +164,6 @@ def _describe_extras(row: dict[str, Any]) -> str:
         extras.append(f"${prices['input']:.2f} in, ${prices['output']:.2f} out per 1M")
     if row["reasoning"]:
         extras.append("reasoning")
+    if row["images"] is False:
+        extras.append("no images (each is sent as a note)")
     return "; ".join(extras)
