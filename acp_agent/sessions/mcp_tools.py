@@ -13,6 +13,8 @@ call in every mode but `bypass`, without an "always" option.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,28 @@ class McpArguments(ToolParams):
     model_config = ConfigDict(extra="allow")
 
 
+@dataclass
+class RunningCalls:
+    """The tool calls running now on each server, to tie what a server asks meanwhile (an
+    elicitation) to the call that made it ask."""
+
+    by_server: dict[str, list[str]] = field(default_factory=dict)
+
+    @contextmanager
+    def running(self, server: str, call_id: str) -> Iterator[None]:
+        calls = self.by_server.setdefault(server, [])
+        calls.append(call_id)
+        try:
+            yield
+        finally:
+            calls.remove(call_id)
+
+    def only(self, server: str) -> str | None:
+        """The call running on `server`, if exactly one is (else the asking is not tied)."""
+        calls = self.by_server.get(server, [])
+        return calls[0] if len(calls) == 1 else None
+
+
 @dataclass(frozen=True)
 class McpTool(Tool[McpArguments]):
     hub: McpHub = field(repr=False, compare=False)
@@ -41,12 +65,14 @@ class McpTool(Tool[McpArguments]):
     params_model: type[ToolParams] = McpArguments
     read_only: bool = False
     always_asks: bool = False
+    calls: RunningCalls = field(default_factory=RunningCalls, repr=False, compare=False)
 
     @classmethod
-    def of(cls, hub: McpHub, info: McpToolInfo) -> McpTool:
+    def of(cls, hub: McpHub, info: McpToolInfo, calls: RunningCalls | None = None) -> McpTool:
         return cls(
             hub=hub,
             info=info,
+            calls=calls or RunningCalls(),
             name=info.qualified_name,
             kind=tool_kind(info),
             description=info.description,
@@ -69,17 +95,19 @@ class McpTool(Tool[McpArguments]):
             )
 
         try:
-            result = await self.hub.call_tool(
-                self.info.server, self.info.name, params.model_extra or {}, on_progress=progress
-            )
+            with self.calls.running(self.info.server, ctx.tool_call_id):
+                result = await self.hub.call_tool(
+                    self.info.server, self.info.name, params.model_extra or {}, on_progress=progress
+                )
         except McpError as exc:
             raise ToolFailed(str(exc)) from None
         return outcome_of(result)
 
 
-def mcp_tools(hub: McpHub) -> dict[str, Tool[Any]]:
-    """The ready servers' tools now, by the name the model calls them."""
-    return {info.qualified_name: McpTool.of(hub, info) for info in hub.tools()}
+def mcp_tools(hub: McpHub, calls: RunningCalls | None = None) -> dict[str, Tool[Any]]:
+    """The ready servers' tools now, by the name the model calls them; `calls` records
+    which of them run."""
+    return {info.qualified_name: McpTool.of(hub, info, calls) for info in hub.tools()}
 
 
 def tool_kind(info: McpToolInfo) -> ToolKind:
@@ -101,4 +129,4 @@ def outcome_of(result: McpToolResult) -> ToolOutcome:
     )
 
 
-__all__ = ["McpArguments", "McpTool", "mcp_tools", "outcome_of", "tool_kind"]
+__all__ = ["McpArguments", "McpTool", "RunningCalls", "mcp_tools", "outcome_of", "tool_kind"]

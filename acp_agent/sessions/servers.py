@@ -33,7 +33,7 @@ from ..mcp_bridge import (
 from ..messages import Elicitation, Message, MessageChunk
 from ..tools import Tool
 from .channel import EditorLink
-from .mcp_tools import mcp_tools
+from .mcp_tools import RunningCalls, mcp_tools
 from .session import Session
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class _SessionServers:
     pending: list[str] = field(default_factory=list)
     reported: dict[str, str | None] = field(default_factory=dict)
     """The last state told to the user, per server."""
+    calls: RunningCalls = field(default_factory=RunningCalls)
 
 
 class McpServers:
@@ -108,7 +109,7 @@ class McpServers:
     def tools(self, session_id: str, builtin: Mapping[str, Tool[Any]]) -> Mapping[str, Tool[Any]]:
         """The session's tools, read anew at every use (a server's list may change)."""
         servers = self._sessions.get(session_id)
-        return builtin if servers is None else _LiveTools(builtin, servers.hub)
+        return builtin if servers is None else _LiveTools(builtin, servers.hub, servers.calls)
 
     async def before_turn(self, session_id: str) -> None:
         """Retry failed servers in the background: their tools return when they connect."""
@@ -183,6 +184,7 @@ class McpServers:
         async def elicit(request: ElicitationRequest) -> ElicitationReply | None:
             if request.mode not in modes:
                 return None
+            servers = self._sessions.get(session_id)
             answer = await self._link.channel(session_id).elicit(
                 Elicitation(
                     message=f"{request.server}: {request.message}",
@@ -190,6 +192,7 @@ class McpServers:
                     schema=request.schema,
                     url=request.url,
                     elicitation_id=request.elicitation_id,
+                    tool_call_id=servers.calls.only(request.server) if servers else None,
                 )
             )
             return ElicitationReply(answer.action, answer.content)
@@ -200,12 +203,13 @@ class McpServers:
 class _LiveTools(Mapping[str, Tool[Any]]):
     """The built-in tools and the ready servers' tools as they are at each lookup."""
 
-    def __init__(self, builtin: Mapping[str, Tool[Any]], hub: McpHub) -> None:
+    def __init__(self, builtin: Mapping[str, Tool[Any]], hub: McpHub, calls: RunningCalls) -> None:
         self._builtin = builtin
         self._hub = hub
+        self._calls = calls
 
     def _now(self) -> dict[str, Tool[Any]]:
-        return {**self._builtin, **mcp_tools(self._hub)}
+        return {**self._builtin, **mcp_tools(self._hub, self._calls)}
 
     def __getitem__(self, name: str) -> Tool[Any]:
         return self._now()[name]

@@ -153,6 +153,8 @@ async def test_an_mcp_elicitation_becomes_elicitation_create_and_the_answer_goes
     assert request.session_id == sid
     assert request.message == "box: Who are you?", "the message names the server"
     assert request.mode == "form"
+    [call] = [u for _, u in updates(client, sid) if u["sessionUpdate"] == "tool_call"]
+    assert asked["toolCallId"] == call["toolCallId"], "tied to the call that made it ask"
     schema = request.requested_schema
     assert set(schema.properties or {}) == {"name", "age"}
     assert set(schema.required or []) == {"name", "age"}
