@@ -524,6 +524,12 @@ class AgentConfig(_Strict):
         None,
         description="'provider/model' used by new sessions; the first configured model if unset.",
     )
+    title_model: str | None = Field(
+        None,
+        description="'provider/model' that writes each session's title (a few words) from its "
+        "first prompt, beside the turn; a small, cheap model does. Unset: the title is the first "
+        "prompt, shortened.",
+    )
     max_turn_requests: StrictInt = Field(
         50, gt=0, description="Model calls allowed in one prompt turn before it stops."
     )
@@ -607,12 +613,16 @@ class AgentConfig(_Strict):
         return prompt
 
     @model_validator(mode="after")
-    def _default_model_exists(self) -> AgentConfig:
-        if self.default_model is not None:
-            try:
-                self.find_model(self.default_model)
-            except ValueError as exc:
-                raise ValueError(f"default_model: {exc}") from None
+    def _chosen_models_exist(self) -> AgentConfig:
+        for key, choice in (
+            ("default_model", self.default_model),
+            ("title_model", self.title_model),
+        ):
+            if choice is not None:
+                try:
+                    self.find_model(choice)
+                except ValueError as exc:
+                    raise ValueError(f"{key}: {exc}") from None
         return self
 
     def model_choices(self) -> list[tuple[str, ProviderConfig, ModelConfig]]:

@@ -172,3 +172,9 @@ def test_a_public_openai_base_url_without_a_key_still_means_echo() -> None:
     config = load_config(None, {"OPENAI_BASE_URL": "https://llm.example.com/v1"})
 
     assert config.default_choice == "echo/echo"
+
+
+def test_a_title_model_must_be_a_configured_model(tmp_path: Path) -> None:
+    message = config_error(tmp_path, 'title_model = "e/nope"\n[providers.e]\ntype = "echo"\n')
+
+    assert "title_model: unknown model 'e/nope'; configured: e/echo" in message

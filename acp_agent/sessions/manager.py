@@ -234,6 +234,7 @@ class SessionManager:
         del self._sessions[session_id]
         with anyio.move_on_after(CLOSE_SECONDS):
             await session.wait_idle()  # the cancelled turn writes its end to the log
+            await session.end_aside()
         self._logs.pop(session_id).close()
         await self._servers.close(session_id)
 

@@ -51,6 +51,7 @@ class Session:
     _running: anyio.CancelScope | None = field(default=None, repr=False)
     _places_taken: int = field(default=0, repr=False)
     _cancelled_through: int = field(default=0, repr=False)
+    _aside: dict[anyio.CancelScope, anyio.Event] = field(default_factory=dict, repr=False)
 
     @property
     def additional_roots(self) -> tuple[Path, ...]:
@@ -90,3 +91,23 @@ class Session:
     @property
     def busy(self) -> bool:
         return self._running is not None
+
+    async def run_aside(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run `work` beside the turns (a title being written), until `end_aside`."""
+        done = anyio.Event()
+        with anyio.CancelScope() as scope:
+            self._aside[scope] = done
+            try:
+                await work()
+            finally:
+                del self._aside[scope]
+                done.set()
+
+    async def end_aside(self) -> None:
+        """Cancel the work beside the turns and wait until it has ended (before the
+        session's log closes: nothing is written to it afterwards)."""
+        running = list(self._aside.items())
+        for scope, _ in running:
+            scope.cancel()
+        for _, done in running:
+            await done.wait()

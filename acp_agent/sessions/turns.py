@@ -7,8 +7,10 @@ then the turn's end in the log, and a title after the first one.
 from __future__ import annotations
 
 import datetime
+import functools
+import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +22,11 @@ from ..config import AgentConfig, ThoughtLevel
 from ..engine import ModelSettings, ModelSetup, Turn
 from ..messages import (
     Message,
-    Part,
-    ResourceLinkPart,
     SessionInfoChanged,
-    TextPart,
     TurnEvent,
     TurnStopReason,
 )
+from ..providers import ProviderError
 from ..providers.pool import ProviderPool
 from ..tools import Decision, PermissionQuestion, Tool, ToolContext
 from ..tools.permissions import PermissionMode, tools_for_mode
@@ -44,13 +44,15 @@ from .records import (
 from .servers import McpServers
 from .session import Session
 from .store import SessionLog
+from .titles import TITLE_SECONDS, first_prompt_text, first_prompt_title, generated_title
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are a coding agent working inside the user's editor. The working directory is {cwd}.
 Use the tools to look at files before you answer questions about them; refer to files by \
 absolute path. Be concise. Today is {today}."""
 
-TITLE_CHARS = 60
 SYNC_SECONDS = 2.0
 """Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
 
@@ -131,14 +133,32 @@ class TurnRunner:
         log.append(TurnEndRecord(stop, utc_now()))
 
     async def _after_turn(self, session: Session, log: SessionLog, channel: SessionChannel) -> None:
-        """The first turn names the session; every turn marks it as active now."""
-        if session.title is None and (title := _title(session.history)) is not None:
-            session.title = title
-            log.append(TitleRecord(title))
-            summary = await log.update_summary(title=title)
-            await channel.emit(SessionInfoChanged(title=title, updated_at=summary.updated_at))
+        """The first turn names the session (and has the title model name it better, beside
+        the turns); every turn marks it as active now."""
+        if session.title is None and (title := first_prompt_title(session.history)) is not None:
+            await _retitle(session, log, channel, title)
+            if self._config.title_model is not None and self._background is not None:
+                prompt = first_prompt_text(session.history)
+                work = functools.partial(self._write_title, session, log, channel, prompt)
+                self._background.start_soon(session.run_aside, work)
         else:
             await log.update_summary()
+
+    async def _write_title(
+        self, session: Session, log: SessionLog, channel: SessionChannel, prompt: str
+    ) -> None:
+        assert self._config.title_model is not None
+        choice, _, model = self._config.find_model(self._config.title_model)
+        title: str | None = None
+        with anyio.move_on_after(TITLE_SECONDS):
+            try:
+                provider = await self._providers.get(choice.split("/", 1)[0])
+                title = await generated_title(provider, model.id, prompt)
+            except ProviderError as exc:
+                logger.warning("title model %s: %s (the first prompt stays the title)", choice, exc)
+        if title is None or log.closed:
+            return
+        await _retitle(session, log, channel, title)
 
     def _tool_context(self, session: Session, channel: SessionChannel) -> ToolContext:
         # Questions go through the turn's own channel, which shows the text streamed so far
@@ -249,21 +269,8 @@ class _TurnHost:
             self.recorder.observe(event)
 
 
-def _title(history: Sequence[Message]) -> str | None:
-    """The session's first prompt, cut to a short line."""
-    first = next((m for m in history if m.role == "user"), None)
-    text = " ".join(_typed_text(p) for p in first.parts) if first else ""
-    words = " ".join(text.split())
-    if not words:
-        return None
-    if len(words) <= TITLE_CHARS:
-        return words
-    cut = words[: TITLE_CHARS - 1].rsplit(" ", 1)[0] or words[: TITLE_CHARS - 1]
-    return cut + "…"
-
-
-def _typed_text(part: Part) -> str:
-    """The words of a prompt part as the user typed them (a mention: `@name`)."""
-    if isinstance(part, TextPart):
-        return part.text
-    return f"@{part.name}" if isinstance(part, ResourceLinkPart) else ""
+async def _retitle(session: Session, log: SessionLog, channel: SessionChannel, title: str) -> None:
+    session.title = title
+    log.append(TitleRecord(title))
+    summary = await log.update_summary(title=title)
+    await channel.emit(SessionInfoChanged(title=title, updated_at=summary.updated_at))
