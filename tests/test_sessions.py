@@ -230,3 +230,42 @@ async def test_a_queued_prompt_whose_caller_gives_up_does_not_block_the_queue(
             script.gates["running"].set()
     assert script.results == {"running": "end_turn", "later": "end_turn"}
     assert "start abandoned" not in script.log
+
+
+# --- work beside the turns --------------------------------------------------------------
+
+
+async def test_end_aside_cancels_the_work_beside_the_turns_and_waits_for_its_cleanup(
+    tmp_path: Path,
+) -> None:
+    session = make_session(tmp_path)
+    started, finished = anyio.Event(), []
+
+    async def slow_title() -> None:
+        try:
+            started.set()
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.lowlevel.checkpoint()  # cleanup that takes a step of its own
+                finished.append("cleaned up")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(session.run_aside, slow_title)
+        await started.wait()
+        await session.end_aside()
+        assert finished == ["cleaned up"], "end_aside returned before the work had ended"
+
+
+async def test_a_failure_beside_the_turns_is_logged_and_takes_nothing_down(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = make_session(tmp_path)
+
+    async def broken() -> None:
+        raise OSError("disk full")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(session.run_aside, broken)
+    assert "work beside the turns failed" in caplog.text
+    assert await session.run_turn(Script().turn("next")) == "end_turn", "the session goes on"

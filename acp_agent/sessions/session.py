@@ -10,6 +10,7 @@ started yet.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from ..messages import CommandInfo, Message, TurnStopReason
 from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
 from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -93,12 +96,15 @@ class Session:
         return self._running is not None
 
     async def run_aside(self, work: Callable[[], Awaitable[None]]) -> None:
-        """Run `work` beside the turns (a title being written), until `end_aside`."""
+        """Run `work` beside the turns (a title being written), until `end_aside`. Its
+        failure is logged: it never takes the session, or the agent, down."""
         done = anyio.Event()
         with anyio.CancelScope() as scope:
             self._aside[scope] = done
             try:
                 await work()
+            except Exception:
+                log.exception("session %s: work beside the turns failed", self.id)
             finally:
                 del self._aside[scope]
                 done.set()
