@@ -8,7 +8,7 @@ from typing import Literal
 
 import anyio
 import pytest
-from conftest import Changes, WebServer
+from mcp_bridge_support import Changes, WebServer
 
 from acp_agent.mcp_bridge import HubHandlers, McpHub, McpProgress, McpServerSpec
 from acp_agent.messages import TextPart

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import MARK, Changes, stdio_spec
 from e2e_support import processes_with_env
 from everything import DOTTED_TOOL, LONG_TOOL, PNG
+from mcp_bridge_support import MARK, Changes, stdio_spec
 
 from acp_agent.config import AgentConfig, EchoProviderConfig
 from acp_agent.mcp_bridge import (

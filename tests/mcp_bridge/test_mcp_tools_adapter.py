@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from conftest import stdio_spec
 from everything import PNG
+from mcp_bridge_support import stdio_spec
 
 from acp_agent.engine import ModelSettings, ModelSetup, Turn
 from acp_agent.mcp_bridge import McpHub, McpServerSpec, McpToolInfo, McpToolResult
