@@ -102,15 +102,7 @@ class Agent:
     async def new_session(self, request: s.NewSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
         session = await self._sessions.new(cwd, extra, _mcp_specs(request.mcp_servers))
-        answer = dump(
-            s.NewSessionResponse(
-                session_id=session.id,
-                config_options=self._config_options(session),
-                modes=options.mode_state(self._choices(session), MODES),
-            )
-        )
-        # The older `models` state is not in the current schema: it rides alongside.
-        answer["models"] = options.legacy_models_state(self._config, self._choices(session))
+        answer = self._session_answer(s.NewSessionResponse, session, session_id=session.id)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def load_session(self, request: s.LoadSessionRequest) -> Any:
@@ -122,14 +114,7 @@ class Agent:
         # Before the answer, unlike the other lifecycle methods: the client knows the id it
         # loads, and nothing may follow a load's answer for the session (ACP TCK LOAD-002).
         await self._sessions.announce_commands(session.id)
-        answer = dump(
-            s.LoadSessionResponse(
-                config_options=self._config_options(session),
-                modes=options.mode_state(self._choices(session), MODES),
-            )
-        )
-        answer["models"] = options.legacy_models_state(self._config, self._choices(session))
-        return answer
+        return self._session_answer(s.LoadSessionResponse, session)
 
     async def resume_session(self, request: s.ResumeSessionRequest) -> Any:
         cwd, extra = _roots(request.cwd, request.additional_directories)
@@ -137,13 +122,7 @@ class Agent:
             session = await self._sessions.resume(
                 request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
             )
-        answer = dump(
-            s.ResumeSessionResponse(
-                config_options=self._config_options(session),
-                modes=options.mode_state(self._choices(session), MODES),
-            )
-        )
-        answer["models"] = options.legacy_models_state(self._config, self._choices(session))
+        answer = self._session_answer(s.ResumeSessionResponse, session)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def fork_session(self, request: s.ForkSessionRequest) -> Any:
@@ -152,13 +131,7 @@ class Agent:
             session = await self._sessions.fork(
                 request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
             )
-        answer = dump(
-            s.ForkSessionResponse(
-                session_id=session.id,
-                config_options=self._config_options(session),
-                modes=options.mode_state(self._choices(session), MODES),
-            )
-        )
+        answer = self._session_answer(s.ForkSessionResponse, session, session_id=session.id)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def list_sessions(self, request: s.ListSessionsRequest) -> Any:
@@ -244,6 +217,19 @@ class Agent:
             mode=session.mode,
             thought_level=self._sessions.thought_level(session),
         )
+
+    def _session_answer(self, response: type[Any], session: Session, **fields: Any) -> Any:
+        """The answer to a lifecycle method: the session's options and modes, and the older
+        `models` state, which is not in the current schema, alongside (Zed reads it)."""
+        answer = dump(
+            response(
+                config_options=self._config_options(session),
+                modes=options.mode_state(self._choices(session), MODES),
+                **fields,
+            )
+        )
+        answer["models"] = options.legacy_models_state(self._config, self._choices(session))
+        return answer
 
     def _config_options(self, session: Session) -> list[Any]:
         return options.config_options(self._config, self._choices(session), MODES)

@@ -120,13 +120,7 @@ class SessionStore:
         torn last line is what a crash leaves). A missing or unreadable header (or one
         naming another session) is `SessionCorrupt`.
         """
-        path, _ = self._paths(session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise SessionNotFound(session_id) from None
-        except OSError as exc:
-            raise SessionCorrupt(f"cannot read {path}: {exc}") from None
+        path, data = self._log_bytes(session_id)
         lines = data.split(b"\n")
         tail = lines.pop()  # b"" when the last line is complete
         if not lines:
@@ -160,13 +154,7 @@ class SessionStore:
             raise ValueError(
                 f"a fork of {source_id!r} cannot name {header.forked_from!r} as its source"
             )
-        path, _ = self._paths(source_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise SessionNotFound(source_id) from None
-        except OSError as exc:
-            raise SessionCorrupt(f"cannot read {path}: {exc}") from None
+        path, data = self._log_bytes(source_id)
         first = data.find(b"\n")
         if first < 0:
             raise SessionCorrupt(f"{path}: no complete header line")
@@ -246,6 +234,16 @@ class SessionStore:
         if _ID.fullmatch(session_id) is None:
             raise SessionNotFound(session_id)
         return self._log_path(session_id), self.sessions_dir / (session_id + _META_SUFFIX)
+
+    def _log_bytes(self, session_id: str) -> tuple[Path, bytes]:
+        """The session's log file and all it holds."""
+        path, _ = self._paths(session_id)
+        try:
+            return path, path.read_bytes()
+        except FileNotFoundError:
+            raise SessionNotFound(session_id) from None
+        except OSError as exc:
+            raise SessionCorrupt(f"cannot read {path}: {exc}") from None
 
     def _line(self, record: Record) -> bytes:
         return (self._redactor.line(encode(record)) + "\n").encode("utf-8")
