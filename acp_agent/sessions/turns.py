@@ -12,6 +12,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +27,7 @@ from ..messages import (
     TurnEvent,
     TurnStopReason,
 )
+from ..paths import user_config_path
 from ..providers import ProviderError
 from ..providers.pool import ProviderPool
 from ..tools import Decision, PermissionQuestion, Tool, ToolContext
@@ -175,6 +177,7 @@ class TurnRunner:
             client_shows_terminal_stream=self._link.shows_terminal_stream,
             background=self._background,
             child_env=child_environment(self._env, self._config),
+            protected_files=_own_files(self._config, self._env),
         )
 
     async def model_setup(self, session: Session) -> ModelSetup:
@@ -274,3 +277,13 @@ async def _retitle(session: Session, log: SessionLog, channel: SessionChannel, t
     log.append(TitleRecord(title))
     summary = await log.update_summary(title=title)
     await channel.emit(SessionInfoChanged(title=title, updated_at=summary.updated_at))
+
+
+def _own_files(config: AgentConfig, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """What a tool must never change without asking: the config file this agent runs with
+    and the user's config directory (its config and the stored credentials)."""
+    own = [user_config_path(env).parent]
+    source = Path(config.source)  # or words: "built-in echo …", "environment (…)"
+    if source.is_file():
+        own.append(source.resolve())
+    return tuple(own)

@@ -133,6 +133,9 @@ class ToolContext:
     ask_user: Callable[[Elicitation], Awaitable[ElicitationAnswer]] | None = None
     """Puts a form to the user through the editor (`elicitation/create`); None when the
     client advertised no form elicitation."""
+    protected_files: tuple[Path, ...] = ()
+    """The agent's own config file and its config directory (credentials): writing there
+    always asks (`protected`)."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""

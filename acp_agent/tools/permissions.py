@@ -19,8 +19,10 @@ the same words. A shell command that reaches outside the roots, writes through i
 arguments or runs other commands has no scope: it asks every time and offers no "always".
 "Always reject" is remembered too and wins over every mode: the user's explicit no stands.
 
-A tool that `always_asks` (an MCP tool that declares itself destructive) asks before every
-call in every mode but `bypass`, and no "always" answer is offered or applies to it.
+A tool that `always_asks` (an MCP tool that declares itself destructive), and a write to a
+protected path (`protected`: `.git/`, `.agents/`, `.claude/`, `AGENTS.md`, `CLAUDE.md`, the
+agent's own config and credentials), ask before every call in every mode but `bypass`, and
+no "always" answer is offered or applies to them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard, get_args
 from ..messages import Location, ToolContent, ToolKind
 from ._shell_scope import command_scopes, describe_scopes
 from .base import Tool, ToolContext, ToolParams
+from .protected import protected_reason
 
 Decision: TypeAlias = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
@@ -104,7 +107,7 @@ def policy_asks(
     """Whether `mode` alone (no remembered answers) asks before this call."""
     if mode == "bypass":
         return False
-    if tool.always_asks:
+    if tool.always_asks or writes_protected(tool, params, ctx):
         return True
     if _outside_roots(tool, params, ctx):
         return True
@@ -130,6 +133,13 @@ def decide(
     return "ask"
 
 
+def writes_protected(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
+    """Whether the call changes a protected path (`protected`): it asks every time."""
+    if tool.read_only:
+        return False
+    return any(protected_reason(path, ctx) for path in tool.paths(params, ctx))
+
+
 def _outside_roots(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
     return any(not ctx.inside_roots(path) for path in tool.paths(params, ctx))
 
@@ -149,7 +159,13 @@ class PermissionMemory:
 
     def scopes_for(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
         """What an "always" answer to this call covers; () when it cannot be remembered
-        (a tool that `always_asks`: no "always" is offered, and none applies)."""
+        (a tool that `always_asks` or a write to a protected path: no "always" is offered,
+        and none applies)."""
+        if writes_protected(tool, params, ctx):
+            return ()
+        return self._scopes(tool, params, ctx)
+
+    def _scopes(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
         if tool.always_asks:
             return ()
         command = tool.command(params)
@@ -168,7 +184,7 @@ class PermissionMemory:
         return bool(scopes) and all(scope in self.allowed for scope in scopes)
 
     def rejects(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
-        scopes = self.scopes_for(tool, params, ctx)
+        scopes = self._scopes(tool, params, ctx)  # the user's "never" holds for protected paths too
         if not scopes:
             return False
         return _joined(scopes) in self.rejected or any(s in self.rejected for s in scopes)
@@ -244,4 +260,5 @@ __all__ = [
     "is_mode",
     "policy_asks",
     "tools_for_mode",
+    "writes_protected",
 ]
