@@ -5,6 +5,10 @@ Blocking code: run it in a worker thread. Inside a git work tree git itself list
 walk applies a small `.gitignore` matcher (comments, `!` negation, trailing `/` for
 directories, leading or inner `/` anchoring, `*`, `?`, `[...]`, `**`). `.git`,
 `node_modules` and `.venv` are always skipped.
+
+git runs hardened (`GIT_HARDENING`): the repository's config is the project's, and some of
+it names programs git would run for us (`core.fsmonitor` runs on every index read), so
+those are switched off; git gets the clean child environment and stdin from /dev/null.
 """
 
 from __future__ import annotations
@@ -17,8 +21,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..child_env import child_environment
+
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".venv"})
 GIT_TIMEOUT_SECONDS = 30.0
+GIT_HARDENING = ("-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.pager=cat")
+"""Options before every git subcommand the agent runs itself: no program from the
+repository's config. A subcommand that diffs also gets `--no-ext-diff --no-textconv`."""
 
 
 def list_files(root: Path, check: Callable[[], None] = lambda: None) -> Iterator[Path]:
@@ -51,10 +60,12 @@ def _from_index(root: Path, listed: list[str], check: Callable[[], None]) -> Ite
 
 def _git_files(root: Path) -> list[str] | None:
     """Paths relative to `root` from git, or None when `root` is not in a work tree."""
-    command = ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others"]
+    command = ["git", *GIT_HARDENING, "-C", str(root), "ls-files", "-z", "--cached", "--others"]
     try:
         done = subprocess.run(
             [*command, "--exclude-standard"],
+            # Listing only reads: no index refresh written back under a lock.
+            env={**child_environment(os.environ), "GIT_OPTIONAL_LOCKS": "0"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,  # never our stdout: it carries the protocol
             stderr=subprocess.DEVNULL,

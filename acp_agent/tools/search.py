@@ -1,33 +1,36 @@
 """search: find files by name (glob) and lines by content (regex) in the workspace.
 
-Runs locally in a worker thread: ACP has no client call for searching, and reading what the
-user sees in unsaved buffers matters less here than in read_file (the model reads a file
-before editing it). Ignored files (`.gitignore`) are left out; output is bounded.
+Runs locally: ACP has no client call for searching, and reading what the user sees in
+unsaved buffers matters less here than in read_file (the model reads a file before editing
+it). The work happens in a child process, ripgrep (`_ripgrep`), or our Python fallback when
+`rg` is missing, so a cancel or the deadline ends it whatever the pattern. Ignored files
+(`.gitignore`), binary files, large files and symlinks are left out; output is bounded: the
+child is stopped once max_results hits are in, so a huge result never sits in memory.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 import anyio
-import anyio.from_thread
 from pydantic import Field, model_validator
 
+from ..child_env import child_environment
 from ..messages import Location, TextPart
-from ._filelist import glob_regex, list_files
-from ._text import display_path, fenced, plural, split_lines
+from ._filelist import glob_regex
+from ._ripgrep import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, Hit, SearchRequest, run_search
+from ._text import display_path, fenced, plural
 from .base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS = 1000
 MAX_LINE_CHARS = 300
-MAX_FILE_BYTES = 2 * 1024 * 1024
-"""Larger files are skipped by content search (logs, data, bundles)."""
-BINARY_SNIFF_BYTES = 8192
+SEARCH_DEADLINE_SECONDS = 30.0
+"""A search still running after this long is stopped; the model gets what it found."""
 
 
 class SearchParams(ToolParams):
@@ -39,8 +42,10 @@ class SearchParams(ToolParams):
     )
     grep: str | None = Field(
         None,
-        description="Regular expression (Python syntax) to find in file contents; matching "
-        "lines are listed with their line numbers. Combine with glob to search only some files.",
+        description="Regular expression to find in file contents, in ripgrep's (Rust regex) "
+        "syntax: like Python's, without look-around or backreferences. Matching lines are "
+        "listed with their line numbers; binary files and files over 2 MiB are not searched. "
+        "Combine with glob to search only some files.",
     )
     path: str | None = Field(
         None,
@@ -85,104 +90,92 @@ class Search(Tool[SearchParams]):
         return (ctx.resolve(params.path),) if params.path else ()
 
     async def run(self, params: SearchParams, ctx: ToolContext) -> ToolOutcome:
-        pattern = _compile(params) if params.grep else None
+        if params.grep and "\0" in params.grep:
+            raise ToolFailed("grep cannot contain a NUL character")
         targets = _targets(params, ctx)
-        found = await anyio.to_thread.run_sync(_search, params, pattern, targets)
+        env = ctx.child_env if ctx.child_env is not None else child_environment(os.environ)
+        found = _Found(params.max_results)
+        with anyio.move_on_after(SEARCH_DEADLINE_SECONDS) as deadline:
+            for target, root in targets:
+                await _search(target, root, params, env, found)
+                if found.more:
+                    break
+        found.timed_out = deadline.cancelled_caught
         return _outcome(found, params, ctx)
 
 
 @dataclass
 class _Found:
-    files: list[Path] = field(default_factory=list)
-    """Files listed (glob only), up to max_results."""
-    lines: list[tuple[Path, int, str]] = field(default_factory=list)
-    """Matching lines (grep), up to max_results."""
-    total: int = 0
-    """Every file (glob only) or matching line (grep), listed or not."""
-    matched_files: set[Path] = field(default_factory=set)
-    skipped_large: int = 0
+    limit: int
+    hits: list[Hit] = field(default_factory=list)
+    """Files (glob only) or matching lines (grep), up to `limit`."""
+    more: bool = False
+    """A hit beyond `limit` came: the search stopped there."""
+    timed_out: bool = False
+
+    def add(self, hit: Hit) -> bool:
+        """Keep `hit`; False once the search should stop."""
+        if len(self.hits) < self.limit:
+            self.hits.append(hit)
+        else:
+            self.more = True
+        return not self.more
 
 
-def _compile(params: SearchParams) -> re.Pattern[str]:
-    assert params.grep is not None
-    try:
-        return re.compile(params.grep, re.IGNORECASE if params.ignore_case else 0)
-    except re.error as exc:
-        raise ToolFailed(f"grep is not a valid regular expression: {exc}") from None
-
-
-def _targets(params: SearchParams, ctx: ToolContext) -> list[Path]:
-    """Directories (or one file) to search, without roots nested in other roots."""
+def _targets(params: SearchParams, ctx: ToolContext) -> list[tuple[Path, Path]]:
+    """Directories (or one file) to search, each with the directory a glob with a `/` is
+    relative to; roots nested in other roots left out."""
     if params.path:
         target = ctx.resolve(params.path)
         if not target.exists():
             raise ToolFailed(f"{target}: no such file or directory")
-        return [target]
+        if target.is_dir():
+            return [(target, target)]
+        if not target.is_file():  # a FIFO would block the search
+            raise ToolFailed(f"{target} is not a regular file or a directory")
+        return [] if params.grep and _too_large_or_binary(target) else [(target, target.parent)]
     candidates = list(dict.fromkeys((ctx.cwd, *ctx.roots)))  # cwd first, order kept
     return [
-        root
+        (root, root)
         for root in candidates
         if not any(root != other and root.is_relative_to(other) for other in candidates)
     ]
 
 
-def _search(params: SearchParams, pattern: re.Pattern[str] | None, targets: list[Path]) -> _Found:
-    """Blocking: runs in a worker thread and stops when the calling task is cancelled."""
-    found = _Found()
-    for path in _candidates(params, targets):
-        if pattern is None:
-            found.total += 1
-            if len(found.files) < params.max_results:
-                found.files.append(path)
-        else:
-            _grep_file(path, pattern, params.max_results, found)
-    return found
+async def _search(
+    target: Path, root: Path, params: SearchParams, env: Mapping[str, str], found: _Found
+) -> None:
+    glob = _normalise_glob(params.glob) if params.glob else None
+    accepts = _glob_filter(glob, root)
+    by_name = glob if glob and "/" not in glob else None
+    request = SearchRequest(target, params.grep, params.ignore_case, by_name)
+    await run_search(request, env=env, on_hit=lambda hit: not accepts(hit.path) or found.add(hit))
 
 
-def _candidates(params: SearchParams, targets: list[Path]) -> Iterator[Path]:
-    name_pattern = glob_regex(_normalise_glob(params.glob)) if params.glob else None
-    by_name = params.glob is not None and "/" not in _normalise_glob(params.glob)
-    seen: set[Path] = set()
-    for target in targets:
-        files = [target] if target.is_file() else list_files(target, _check_cancelled)
-        root = target.parent if target.is_file() else target
-        for path in files:
-            if path in seen:
-                continue
-            seen.add(path)
-            if name_pattern is not None:
-                subject = path.name if by_name else path.relative_to(root).as_posix()
-                if not name_pattern.fullmatch(subject):
-                    continue
-            yield path
+def _normalise_glob(glob: str) -> str:
+    return glob.removeprefix("./").lstrip("/")
 
 
-def _normalise_glob(glob: str | None) -> str:
-    return (glob or "").removeprefix("./").lstrip("/")
+def _glob_filter(glob: str | None, root: Path) -> Callable[[Path], bool]:
+    """Our glob semantics, for every hit: the child's own filter only narrows (ripgrep's
+    `--glob` would bring back files `.gitignore` leaves out, so it is not used)."""
+    if glob is None:
+        return lambda path: True
+    pattern = glob_regex(glob)
+    if "/" in glob:
+        return lambda path: pattern.fullmatch(path.relative_to(root).as_posix()) is not None
+    return lambda path: pattern.fullmatch(path.name) is not None
 
 
-def _check_cancelled() -> None:
-    anyio.from_thread.check_cancelled()
-
-
-def _grep_file(path: Path, pattern: re.Pattern[str], limit: int, found: _Found) -> None:
+def _too_large_or_binary(path: Path) -> bool:
+    """For a file given as the path, which ripgrep would search whatever it holds."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            found.skipped_large += 1
-            return
-        data = path.read_bytes()
+            return True
+        with path.open("rb") as handle:
+            return b"\0" in handle.read(BINARY_SNIFF_BYTES)
     except OSError:
-        return
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
-        return
-    _check_cancelled()
-    text = data.decode("utf-8", errors="replace")
-    for number, line in enumerate(split_lines(text), start=1):
-        if pattern.search(line):
-            found.total += 1
-            found.matched_files.add(path)
-            if len(found.lines) < limit:
-                found.lines.append((path, number, _clip(line)))
+        return True
 
 
 def _clip(line: str) -> str:
@@ -194,36 +187,43 @@ def _outcome(found: _Found, params: SearchParams, ctx: ToolContext) -> ToolOutco
     def show(path: Path) -> str:
         return display_path(path, ctx.cwd)
 
+    hits = found.hits
     if params.grep:
-        listed = [f"{show(path)}:{number}: {line}" for path, number, line in found.lines]
-        shown, unit = len(found.lines), "matching line"
-        locations = tuple(Location(str(path), number) for path, number, _ in found.lines[:20])
-        files_note = f" in {plural(len(found.matched_files), 'file')}"
+        listed = [f"{show(hit.path)}:{hit.line_number}: {_clip(hit.text)}" for hit in hits]
+        unit = "matching line"
+        locations = tuple(Location(str(hit.path), hit.line_number) for hit in hits[:20])
+        files_note = f" in {plural(len({hit.path for hit in hits}), 'file')}"
     else:
-        listed = [show(path) for path in found.files]
-        shown, unit = len(found.files), "file"
-        locations = tuple(Location(str(path)) for path in found.files[:20])
+        listed = [show(hit.path) for hit in hits]
+        unit = "file"
+        locations = tuple(Location(str(hit.path)) for hit in hits[:20])
         files_note = ""
     notes: list[str] = []
-    if shown < found.total:
+    if found.more:
         notes.append(
-            f"[showing {shown} of {found.total} {unit}s{files_note}; narrow the search "
-            "(glob, path, a more specific pattern) or raise max_results]"
+            f"[showing the first {plural(len(hits), unit)}{files_note}; there are more: narrow "
+            "the search (glob, path, a more specific pattern) or raise max_results]"
         )
-    if found.skipped_large:
+    if found.timed_out:
         notes.append(
-            f"[{plural(found.skipped_large, 'file')} over {MAX_FILE_BYTES // 1024 // 1024} MiB "
-            "not searched]"
+            f"[the search took longer than {SEARCH_DEADLINE_SECONDS:g} s and was stopped; "
+            "these are the results found so far: narrow the path or the glob, or simplify "
+            "the pattern]"
         )
     if not listed:
         text = f"No {unit}s found."
     else:
-        header = f"{plural(found.total, unit)}{files_note} (paths relative to {ctx.cwd}):"
+        header = f"{plural(len(hits), unit)}{files_note} (paths relative to {ctx.cwd}):"
         text = header + "\n" + "\n".join(listed)
     answer = "\n".join([text, *notes])
     return ToolOutcome(
         model_text=answer,
         display=(TextPart(fenced(answer)),),
         locations=locations,
-        raw_output={"found": found.total, "listed": shown, "unit": unit},
+        raw_output={
+            "listed": len(hits),
+            "unit": unit,
+            "more": found.more,
+            "timed_out": found.timed_out,
+        },
     )

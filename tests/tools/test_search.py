@@ -8,13 +8,23 @@ import pytest
 from pydantic import ValidationError
 from tool_fakes import make_context
 
-from acp_agent.tools import ToolContext, ToolFailed
+from acp_agent.tools import ToolContext, ToolFailed, _ripgrep
 from acp_agent.tools._filelist import glob_regex, is_ignored, list_files, parse_gitignore
 from acp_agent.tools.search import MAX_LINE_CHARS, Search, SearchParams
 
 pytestmark = pytest.mark.anyio
 
 TOOL = Search()
+
+
+@pytest.fixture(params=["ripgrep", "fallback"], autouse=True)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on ripgrep and on the Python fallback used when `rg` is missing."""
+    if request.param == "fallback":
+        monkeypatch.setattr(_ripgrep, "find_rg", lambda: None)
+    else:
+        assert _ripgrep.find_rg() is not None, "the ripgrep wheel should be installed"
+    return str(request.param)
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -76,18 +86,21 @@ async def test_grep_can_ignore_case(root: Path, local_ctx: ToolContext) -> None:
     assert len(listed(insensitive.model_text)) == 3
 
 
-async def test_output_is_bounded_with_a_notice_giving_the_total(
+async def test_output_is_bounded_with_a_notice_that_there_are_more(
     root: Path, local_ctx: ToolContext
 ) -> None:
     write(root, {f"f{n:02}.txt": "needle\n" * 3 for n in range(20)})
 
     files = await TOOL.run(SearchParams(glob="*.txt", max_results=5), local_ctx)
     lines = await TOOL.run(SearchParams(grep="needle", max_results=7), local_ctx)
+    exact = await TOOL.run(SearchParams(grep="needle", max_results=60), local_ctx)
 
-    assert len(listed(files.model_text)) == 5
-    assert "[showing 5 of 20 files; narrow the search" in files.model_text
-    assert len(listed(lines.model_text)) == 7
-    assert "[showing 7 of 60 matching lines in 20 files;" in lines.model_text
+    assert listed(files.model_text) == [f"f{n:02}.txt" for n in range(5)]
+    assert "[showing the first 5 files; there are more: narrow the search" in files.model_text
+    assert listed(lines.model_text)[-1] == "f02.txt:1: needle"
+    assert "[showing the first 7 matching lines in 3 files; there are more:" in lines.model_text
+    assert len(listed(exact.model_text)) == 60
+    assert "there are more" not in exact.model_text
 
 
 async def test_long_lines_are_clipped(root: Path, local_ctx: ToolContext) -> None:
@@ -110,8 +123,10 @@ async def test_binary_files_are_skipped_by_grep(root: Path, local_ctx: ToolConte
 
 
 async def test_an_invalid_regex_is_an_error_the_model_can_fix(local_ctx: ToolContext) -> None:
-    with pytest.raises(ToolFailed, match="not a valid regular expression"):
+    with pytest.raises(ToolFailed, match="not a valid regular expression") as failure:
         await TOOL.run(SearchParams(grep="(unclosed"), local_ctx)
+
+    assert "regex parse error" in str(failure.value)  # what is wrong, in the engine's words
 
 
 def test_a_search_needs_a_glob_or_a_grep() -> None:
@@ -262,5 +277,10 @@ async def test_the_finished_search_reports_how_much_it_found_as_raw_output(
     grep = await TOOL.run(SearchParams(grep="x =", max_results=1), local_ctx)
     files = await TOOL.run(SearchParams(glob="*.py"), local_ctx)
 
-    assert grep.raw_output == {"found": 2, "listed": 1, "unit": "matching line"}
-    assert files.raw_output == {"found": 2, "listed": 2, "unit": "file"}
+    assert grep.raw_output == {
+        "listed": 1,
+        "unit": "matching line",
+        "more": True,
+        "timed_out": False,
+    }
+    assert files.raw_output == {"listed": 2, "unit": "file", "more": False, "timed_out": False}
