@@ -16,7 +16,10 @@ roots the tool, for a call outside the roots the tool and the directory, for a s
 command each of its parts (see `_shell_scope`): a read-only program or subcommand (`cat`,
 `git status`) with any arguments that stay inside the roots, any other program with exactly
 the same words. A shell command that reaches outside the roots, writes through its
-arguments or runs other commands has no scope: it asks every time and offers no "always".
+arguments, runs other commands, names a protected path (unless it only reads) or holds
+anything bash's grammar says is more than simple commands has no scope: it asks every time
+and offers no "always". A read-only git scope holds only while the repository's git config
+names no program for git to run.
 "Always reject" is remembered too and wins over every mode: the user's explicit no stands.
 
 A tool that `always_asks` (an MCP tool that declares itself destructive), and a write to a
