@@ -11,8 +11,9 @@ none, asked afresh for every command: the configuration can change between two c
 Only the repository's own settings count (`local` and `worktree` scope, what their
 `include`s bring in too): the user's global and system files are theirs, and writing them
 is outside the project, so it asks. We ask git itself (`git config --list --show-scope`),
-so that `include`s and `includeIf`s count as git counts them, with the environment a child of ours gets (less our
-secrets), `core.fsmonitor` off for this run, stdin from /dev/null and a short timeout. A
+so that `include`s and `includeIf`s count as git counts them, with the environment a child
+of ours gets (less our secrets), `core.fsmonitor` off for this run, stdin from /dev/null and
+a short timeout. A
 `post-index-change` hook counts too: `git status` writes the index and so runs it.
 """
 
