@@ -36,7 +36,7 @@ from ..messages import (
     model_parts,
 )
 from ._wire import body_with_pieces, dumps
-from .base import ModelRequest
+from .base import ModelRequest, UnsupportedPart
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -63,10 +63,6 @@ _IMAGE_TYPES: Final[dict[str, Literal["image/jpeg", "image/png", "image/gif", "i
     "image/gif": "image/gif",
     "image/webp": "image/webp",
 }
-
-
-class UnsupportedPart(ValueError):
-    """A part this API cannot carry in that role; a bug in the caller, not a user error."""
 
 
 # --- request ------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from ..messages import (
     model_parts,
 )
 from ._wire import dumps
-from .base import parse_tool_arguments
+from .base import UnsupportedPart, parse_tool_arguments
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS: dict[str, ModelStopReason] = {
@@ -66,10 +66,6 @@ _STOP_REASONS: dict[str, ModelStopReason] = {
     "function_call": "tool_use",
     "content_filter": "refusal",
 }
-
-
-class UnsupportedPart(ValueError):
-    """A part this API cannot carry in that role; a bug in the caller, not a user error."""
 
 
 # --- request ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What the Chat Completions and Responses providers share: the SDK client, the API key,
-sending a request body, closing a stream, and the one translation of vendor and transport
-errors.
+sending a request body and opening its stream (the skeleton in `_http_stream`), and what the
+SDK's and the transport's errors report, handed to the one error table (`_error_table`).
 
 Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, cast
 
-import anyio
 import httpx2
 import openai
 from openai._base_client import make_request_options
@@ -29,16 +29,11 @@ from openai._response import AsyncAPIResponse
 from openai._utils import path_template
 
 from ..local_addresses import is_local_url
-from ._transport import not_found, not_listening
-from .errors import (
-    AuthError,
-    ContextWindowError,
-    ProviderError,
-    ProviderUnavailable,
-    RateLimitError,
-    login_fix,
-)
-from .retry import parse_retry_after
+from ..messages import StreamEvent
+from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
+from ._http_stream import open_stream
+from ._transport import redact
+from .errors import AuthError, ProviderError, login_fix
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, OpenAIProviderConfig
@@ -55,26 +50,15 @@ reasoning; used when `api_version` is not configured."""
 PLACEHOLDER_KEY = "not-needed"
 STORED_KEY_ORIGIN = "`acp-agent login`"
 """Where a key came from when it was the one `acp-agent login` stored (the last resort)."""
-# Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
-CLOSE_TIMEOUT = 2.0
-
 # Everything `translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
 VENDOR_ERRORS = (openai.OpenAIError, httpx2.HTTPError, json.JSONDecodeError)
-_CONTEXT_OVERFLOW = re.compile(
-    r"context[ _](?:length|window|size)|maximum context|prompt is too long|too many tokens",
-    re.IGNORECASE,
-)
-_KEY_LIKE = re.compile(r"\bsk-[\w*\-]{6,}")
-# Codes and types of in-stream errors: the API's own words for "try again".
-_UNAVAILABLE_CODES = frozenset({"server_error", "overloaded_error", "service_unavailable"})
-_RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "tokens", "requests"})
 _AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
 # The paths we call that Azure serves per deployment (`/deployments/{model}/...`).
 _AZURE_DEPLOYMENT_PATHS = frozenset({"/chat/completions"})
 
 
 class OpenAIConnection:
-    """One provider's client (created on first use) and its error translation."""
+    """One provider's client (created on first use), its streams and its errors."""
 
     def __init__(self, name: str, config: OpenAIProviderConfig, env: Mapping[str, str]) -> None:
         self.name = name
@@ -100,6 +84,15 @@ class OpenAIConnection:
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+
+    def open_stream(
+        self,
+        send: Callable[[], Awaitable[AsyncAPIResponse[Any]]],
+        events: Callable[[AsyncAPIResponse[Any]], AsyncGenerator[StreamEvent]],
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """The stream skeleton (`_http_stream`) with this client's errors."""
+        self.client()  # a missing key fails here, before any work
+        return open_stream(self.name, send, events, errors=VENDOR_ERRORS, translate=self.translate)
 
     async def post_stream(
         self, path: str, body: bytes, *, model: str, cast_to: type[Any], stream_cls: type[Any]
@@ -127,11 +120,6 @@ class OpenAIConnection:
             path, cast_to=cast_to, content=body, options=options, stream=True, stream_cls=stream_cls
         )
         return cast(AsyncAPIResponse[Any], response)
-
-    async def close_quietly(self, stream: Any) -> None:
-        """Release the HTTP response; shielded so a cancelled turn still frees the socket."""
-        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-            await stream.close()
 
     # --- client and key --------------------------------------------------------------------
 
@@ -209,90 +197,47 @@ class OpenAIConnection:
     # --- errors ----------------------------------------------------------------------------
 
     def translate(self, exc: Exception) -> ProviderError:
-        """The one place where vendor and transport exceptions become `ProviderError`s."""
-        name = self.name
+        """What the SDK or the transport raised, as the error table's input."""
+        endpoint = self._endpoint()
         match exc:
-            case openai.AuthenticationError() | openai.PermissionDeniedError():
-                detail = self._detail(exc)
-                message = (
-                    f"the API refused {self._key_description()} (HTTP {exc.status_code}): {detail}"
-                )
-                return AuthError(name, message, fix=self._key_fix())
-            case openai.RateLimitError():
-                return RateLimitError(
-                    name,
-                    f"rate limited (HTTP 429): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case openai.BadRequestError() if _is_context_overflow(exc):
-                return ContextWindowError(
-                    name, f"the conversation is too long for the model: {self._detail(exc)}"
-                )
-            case openai.InternalServerError():
-                return ProviderUnavailable(
-                    name,
-                    f"server error (HTTP {exc.status_code}): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case openai.APIStatusError() if exc.status_code == 408:
-                return ProviderUnavailable(
-                    name,
-                    f"the server timed out (HTTP 408): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case openai.NotFoundError():
-                return ProviderError(name, self._404(exc))
             case openai.APIStatusError():
-                return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
-            case openai.APITimeoutError():
-                return ProviderUnavailable(
-                    name,
-                    f"no response within {self.config.timeout:g}s "
-                    f"(raise providers.{name}.timeout if the model is slow)",
+                failure = Failure(
+                    exc.status_code,
+                    _error_code(exc.body),
+                    _vendor_message(exc),
+                    exc.response.headers,
+                    str(exc.request.url),
                 )
+                return error_for(failure, endpoint)
+            case openai.APITimeoutError():
+                return timed_out(endpoint)
             case openai.APIConnectionError():
-                if refused := not_listening(name, self.base_url(), exc):
-                    return refused
-                return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
+                return transport_error(exc.__cause__ or exc, endpoint)
             case openai.APIError():
                 # An error event inside an otherwise successful stream.
                 return self.stream_error(_error_code(exc.body), _vendor_message(exc))
-            case httpx2.HTTPError():
-                if refused := not_listening(name, self.base_url(), exc):
-                    return refused
-                return ProviderUnavailable(name, self._connection_failed(exc))
-            case json.JSONDecodeError():
-                sample = self.redact(exc.doc[:120])
-                return ProviderError(
-                    name, f"the server sent a stream event that is not JSON: {sample!r}"
-                )
-        return ProviderError(name, self.redact(str(exc)) or type(exc).__name__)
+            case httpx2.HTTPError() | json.JSONDecodeError():
+                return transport_error(exc, endpoint)
+        return ProviderError(self.name, self.redact(str(exc)) or type(exc).__name__)
 
     def stream_error(self, code: str | None, message: str) -> ProviderError:
         """An error the server reported inside a stream, classified by its code."""
-        message = self.redact(message) or "the server reported an error mid-stream"
-        if code in _UNAVAILABLE_CODES:
-            return ProviderUnavailable(self.name, message)
-        if code in _RATE_LIMIT_CODES:
-            return RateLimitError(self.name, f"rate limited: {message}")
-        if code == "context_length_exceeded" or _CONTEXT_OVERFLOW.search(message):
-            return ContextWindowError(
-                self.name, f"the conversation is too long for the model: {message}"
-            )
-        return ProviderError(self.name, message)
+        return error_for(Failure(None, code, message), self._endpoint())
 
-    def _connection_failed(self, cause: BaseException) -> str:
-        reason = self.redact(str(cause)) or type(cause).__name__
-        return f"connection to {self.base_url()} failed: {reason}"
-
-    def _404(self, exc: openai.NotFoundError) -> str:
-        requested, detail = str(exc.request.url), self._detail(exc)
-        if self.config.type == "azure-openai":
-            return (
-                f"HTTP 404 from {requested}: {detail} (check that the model id names a "
-                f"deployment of this resource, and providers.{self.name}.api_version)"
-            )
-        return not_found(requested, self.base_url(), detail, api_prefix="")
+    def _endpoint(self) -> Endpoint:
+        deployment_hint = (
+            "check that the model id names a deployment of this resource, and "
+            f"providers.{self.name}.api_version"
+        )
+        return Endpoint(
+            provider=self.name,
+            base_url=self.base_url(),
+            timeout=self.config.timeout,
+            credentials=self._key_description(),
+            fix=self._key_fix(),
+            key=self._real_key(),
+            not_found_hint=deployment_hint if self.config.type == "azure-openai" else None,
+        )
 
     def _key_description(self) -> str:
         """Which key the server refused, by where it came from (never the key itself)."""
@@ -302,13 +247,11 @@ class OpenAIConnection:
             return f"the key from {self._key_origin}"
         return "the credentials"
 
-    def _detail(self, exc: openai.APIError) -> str:
-        return self.redact(_vendor_message(exc))
+    def _real_key(self) -> str | None:
+        return None if self._key == PLACEHOLDER_KEY else self._key
 
     def redact(self, text: str) -> str:
-        if self._key and self._key != PLACEHOLDER_KEY:
-            text = text.replace(self._key, "[redacted]")
-        return _KEY_LIKE.sub("sk-[redacted]", text)
+        return redact(text, self._real_key())
 
 
 def _vendor_message(exc: openai.APIError) -> str:
@@ -332,9 +275,3 @@ def _error_code(body: object) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def _is_context_overflow(exc: openai.BadRequestError) -> bool:
-    return exc.code == "context_length_exceeded" or bool(
-        _CONTEXT_OVERFLOW.search(_vendor_message(exc))
-    )

@@ -74,9 +74,9 @@ from ..messages import (
     Usage,
     model_parts,
 )
-from ._openai_chat_mapping import UnsupportedPart, file_name
+from ._openai_chat_mapping import file_name
 from ._wire import dumps
-from .base import parse_tool_arguments
+from .base import UnsupportedPart, parse_tool_arguments
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""

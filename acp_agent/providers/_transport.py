@@ -1,6 +1,7 @@
 """What every HTTP provider can get wrong about the exchange itself, said the same way:
 nothing listening at a local address, a URL that is not the API (404), and a `200` whose
-body is not an event stream (a proxy's or a login page's HTML).
+body is not an event stream (a proxy's or a login page's HTML); and keys masked wherever a
+server quotes them back.
 
 Each of these used to surface late and vaguely: five retries of a refused connection over
 6-14 s; "HTTP 404: 404 page not found" without the URL; "stream ended before the model
@@ -130,7 +131,7 @@ async def _peeked(
 def not_an_event_stream(provider: str, response: httpx2.Response, head: bytes) -> ProviderError:
     media_type = response.headers.get("content-type") or "no content type"
     lines = head.decode(errors="replace").strip().splitlines()
-    first = _KEY_LIKE.sub("sk-[redacted]", lines[0].strip() if lines else "")
+    first = redact(lines[0].strip() if lines else "")
     if len(first) > _QUOTE_CHARS:
         first = first[: _QUOTE_CHARS - 1] + "…"
     began = f"; it began: {first!r}" if first else ", empty"
@@ -148,3 +149,13 @@ def not_an_event_stream(provider: str, response: httpx2.Response, head: bytes) -
 
 def _media_type(response: httpx2.Response) -> str:
     return (response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+# --- keys quoted back --------------------------------------------------------------------
+
+
+def redact(text: str, key: str | None = None) -> str:
+    """`text` from a server with `key` and anything shaped like an API key masked."""
+    if key:
+        text = text.replace(key, "[redacted]")
+    return _KEY_LIKE.sub("sk-[redacted]", text)

@@ -1,8 +1,9 @@
 """Anthropic's Messages API: directly, or through Amazon Bedrock or Google Vertex AI.
 
 The request and stream mappers live in `_anthropic_mapping`; this module owns the SDK
-client (and the optional extras Bedrock and Vertex need), the API key, the connection's
-lifetime and the translation of every vendor error.
+client (and the optional extras Bedrock and Vertex need), the API key, and what the SDK's
+errors report, handed as plain data to the one error table (`_error_table`); the stream's
+open and close are the shared skeleton's (`_http_stream`).
 
 Each message's blocks are made once (`_message_cache`); the direct API gets the request as
 JSON built from their cached encoding, Bedrock and Vertex (whose clients rewrite the body)
@@ -11,33 +12,22 @@ by the client's own decoder, Bedrock's binary event stream), the hot deltas stra
 their JSON, every other event built by the SDK's `construct_type`, exactly as its typed
 stream would (`_events` mirrors `anthropic.AsyncStream`, errors included).
 
-Error mapping, decided here once:
+Errors that are this module's own, beside the table's:
 
-    401 / 403                         AuthError (names the key variable or cloud credentials)
-    429                               RateLimitError (with the server's retry-after)
-    529 overloaded                    RateLimitError (the API's "too busy, retry later")
-    400 "prompt is too long", 413     ContextWindowError
-    404                               ProviderError naming the URL (and a /v1 in base_url)
-    5xx, 408, timeouts, lost links    ProviderUnavailable
-    refused at a local address        NotListening (not retried: the server is not running)
-    200 that is not an event stream   ProviderError quoting its content type and first line
+    a cloud type without its extra    ProviderError saying what to install
     no AWS credentials (Bedrock)      AuthError naming the variables and the profile
-    `error` event mid-stream          ProviderUnavailable (e.g. overloaded_error after 200 OK)
-    a stream without message_stop     ProviderUnavailable
-    anything else                     ProviderError with the vendor's message
+    a cloud SDK's credential failure  AuthError naming what to run or set
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
-import anyio
 import httpx2
 from anthropic import AsyncStream, omit
 from anthropic._base_client import make_request_options
@@ -51,34 +41,24 @@ from anthropic.types import Message, RawMessageStreamEvent
 from ..messages import StreamEvent
 from ._anthropic_mapping import (
     MessageBlocks,
-    UnsupportedPart,
     message_blocks,
     to_body,
     to_params,
 )
 from ._anthropic_stream import EventMapper
+from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
+from ._http_stream import ended_early, open_stream
 from ._message_cache import ConvertedMessages
-from ._transport import checked_event_stream, not_found, not_listening
+from ._transport import checked_event_stream, redact
 from ._wire import loads, server_sent_events
 from .base import ModelRequest, model_inputs
-from .errors import (
-    AuthError,
-    ContextWindowError,
-    ProviderError,
-    ProviderUnavailable,
-    RateLimitError,
-    login_fix,
-)
-from .retry import parse_retry_after
+from .errors import AuthError, ProviderError, login_fix
 
 if TYPE_CHECKING:
     from ..config import AnthropicProviderConfig
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
-# Closing a response only releases a socket; bounded so a stuck peer cannot stall a cancel.
-_CLOSE_TIMEOUT = 2.0
-
 # The extra each cloud type needs: (pip extra, a module it installs, what it is for).
 AnyAnthropicClient = (
     anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
@@ -100,11 +80,6 @@ _VENDOR_ERRORS: tuple[type[Exception], ...] = (
     httpx2.HTTPError,
     json.JSONDecodeError,
 )
-_CONTEXT_OVERFLOW = re.compile(
-    r"prompt is too long|exceed(?:s|ed)? (?:the )?context|context (?:window|length|limit)",
-    re.IGNORECASE,
-)
-_KEY_LIKE = re.compile(r"\bsk-[\w*\-]{6,}")
 
 
 class AnthropicProvider:
@@ -127,30 +102,24 @@ class AnthropicProvider:
             client, self._sdk_client, self._messages = self._sdk_client, None, None
             await client.close()
 
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        self._get_messages()  # a missing key fails here, before any work
-        try:
-            inputs = model_inputs(self._config, request.model)
-            blocks = self._blocks.values(request.messages, inputs)
-            response = await self._send(request, blocks)
-        except UnsupportedPart as exc:
-            raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        except self._errors as exc:
-            raise self._translate(exc) from exc
-        events = self._events(response)
-        try:
-            yield events
-        finally:
-            await events.aclose()
-            # Shielded: a cancelled turn must still release the HTTP connection right away.
-            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-                await response.close()
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        # A missing key or cloud extra fails here, before any work; the cloud client also
+        # learns the credential errors of its SDK (`_errors`).
+        self._get_messages()
+        return open_stream(
+            self.name,
+            lambda: self._send(request),
+            self._events,
+            errors=self._errors,
+            translate=self._translate,
+        )
 
-    async def _send(
-        self, request: ModelRequest, blocks: list[MessageBlocks]
-    ) -> AsyncAPIResponse[Any]:
+    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
         """POST the request; the response comes back unread, to stream its bytes."""
+        inputs = model_inputs(self._config, request.model)
+        blocks = self._blocks.values(request.messages, inputs)
         caching = self._config.prompt_caching
         if self._config.type == "anthropic":
             # `messages.create(..., stream=True)` with the body encoded already.
@@ -202,7 +171,7 @@ class AnthropicProvider:
         except self._errors as exc:
             raise self._translate(exc) from exc
         if not mapper.finished:
-            raise ProviderUnavailable(self.name, "stream ended before the model finished")
+            raise ended_early(self.name)
         for neutral in mapper.finish():
             yield neutral
 
@@ -348,76 +317,31 @@ class AnthropicProvider:
     # --- errors ----------------------------------------------------------------------------
 
     def _translate(self, exc: Exception) -> ProviderError:
-        """The one place where vendor and transport exceptions become `ProviderError`s."""
-        name = self.name
+        """What the SDK, the transport or a cloud SDK raised, as the error table's input."""
+        name, endpoint = self.name, self._endpoint()
         match exc:
-            case anthropic.APIStatusError() if exc.status_code < 400:
-                # An `error` event after 200 OK: the stream broke; the call can be retried.
-                kind = exc.type or "error"
-                return ProviderUnavailable(
-                    name, f"the stream failed mid-way ({kind}): {self._detail(exc)}"
-                )
-            case anthropic.AuthenticationError() | anthropic.PermissionDeniedError():
-                detail = self._detail(exc)
-                refused = (
-                    f"the key from {self._key_origin}" if self._key_origin else "the credentials"
-                )
-                message = f"the API refused {refused} (HTTP {exc.status_code}): {detail}"
-                return AuthError(name, message, fix=self._key_fix())
-            case anthropic.RateLimitError():
-                return RateLimitError(
-                    name,
-                    f"rate limited (HTTP 429): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case anthropic.APIStatusError() if exc.status_code == 529:
-                return RateLimitError(
-                    name,
-                    f"the API is overloaded (HTTP 529): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case anthropic.ContentTooLargeError():
-                return ContextWindowError(
-                    name, f"the request is too large (HTTP 413): {self._detail(exc)}"
-                )
-            case anthropic.BadRequestError() if _CONTEXT_OVERFLOW.search(_vendor_message(exc)):
-                return ContextWindowError(
-                    name, f"the conversation is too long for the model: {self._detail(exc)}"
-                )
-            case anthropic.APIStatusError() if exc.status_code >= 500 or exc.status_code == 408:
-                return ProviderUnavailable(
-                    name,
-                    f"server error (HTTP {exc.status_code}): {self._detail(exc)}",
-                    retry_after=parse_retry_after(exc.response.headers),
-                )
-            case anthropic.NotFoundError():
-                return ProviderError(name, self._404(exc))
             case anthropic.APIStatusError():
-                return ProviderError(name, f"HTTP {exc.status_code}: {self._detail(exc)}")
-            case anthropic.APITimeoutError():
-                return ProviderUnavailable(
-                    name,
-                    f"no response within {self._config.timeout:g}s "
-                    f"(raise providers.{name}.timeout if the model is slow)",
+                # Below 400: an `error` event after 200 OK (see `_stream_error`).
+                status = exc.status_code if exc.status_code >= 400 else None
+                failure = Failure(
+                    status,
+                    exc.type,
+                    _vendor_message(exc),
+                    exc.response.headers,
+                    str(exc.request.url),
                 )
+                return error_for(failure, endpoint)
+            case anthropic.APITimeoutError():
+                return timed_out(endpoint)
             case anthropic.APIConnectionError():
-                if refused_locally := not_listening(name, self._base_url(), exc):
-                    return refused_locally
-                return ProviderUnavailable(name, self._connection_failed(exc.__cause__ or exc))
+                return transport_error(exc.__cause__ or exc, endpoint)
             case anthropic.CredentialsError():
                 message = f"no usable credentials: {self._redact(str(exc))}"
                 return AuthError(name, message, fix=self._key_fix())
             case anthropic.APIError():
-                return ProviderError(name, self._detail(exc))
-            case httpx2.HTTPError():
-                if refused_locally := not_listening(name, self._base_url(), exc):
-                    return refused_locally
-                return ProviderUnavailable(name, self._connection_failed(exc))
-            case json.JSONDecodeError():
-                sample = self._redact(exc.doc[:120])
-                return ProviderError(
-                    name, f"the server sent a stream event that is not JSON: {sample!r}"
-                )
+                return ProviderError(name, self._redact(_vendor_message(exc)))
+            case httpx2.HTTPError() | json.JSONDecodeError():
+                return transport_error(exc, endpoint)
             case anthropic.AnthropicError():
                 return ProviderError(name, self._redact(str(exc).strip()) or type(exc).__name__)
             case RuntimeError() if "credentials" not in str(exc).lower():
@@ -429,26 +353,25 @@ class AnthropicProvider:
         reason = self._redact(str(exc)) or type(exc).__name__
         return AuthError(name, f"no usable credentials: {reason}", fix=self._key_fix())
 
-    def _connection_failed(self, cause: BaseException) -> str:
-        reason = self._redact(str(cause)) or type(cause).__name__
-        return f"connection to {self._base_url()} failed: {reason}"
-
-    def _404(self, exc: anthropic.NotFoundError) -> str:
-        requested, detail = str(exc.request.url), self._detail(exc)
-        if self._config.type == "anthropic":
-            return not_found(requested, self._base_url(), detail, api_prefix="/v1")
-        return (
-            f"HTTP 404 from {requested}: {detail} (check the model id and that the model is "
-            f"enabled in the region, providers.{self.name}.region)"
+    def _endpoint(self) -> Endpoint:
+        origin = self._key_origin
+        region_hint = (
+            "check the model id and that the model is enabled in the region, "
+            f"providers.{self.name}.region"
+        )
+        return Endpoint(
+            provider=self.name,
+            base_url=self._base_url(),
+            timeout=self._config.timeout,
+            credentials=f"the key from {origin}" if origin else "the credentials",
+            fix=self._key_fix(),
+            key=self._key,
+            api_prefix="/v1",
+            not_found_hint=None if self._config.type == "anthropic" else region_hint,
         )
 
-    def _detail(self, exc: anthropic.APIError) -> str:
-        return self._redact(_vendor_message(exc))
-
     def _redact(self, text: str) -> str:
-        if self._key:
-            text = text.replace(self._key, "[redacted]")
-        return _KEY_LIKE.sub("sk-[redacted]", text)
+        return redact(text, self._key)
 
     def _base_url(self) -> str:
         if self._config.base_url:

@@ -22,6 +22,10 @@ from ..messages import (
 )
 
 
+class UnsupportedPart(ValueError):
+    """A part an API cannot carry in that role; a bug in the caller, not a user error."""
+
+
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
     """Streamed argument text as an object; what is not a JSON object arrives raw, so the
     engine can tell the model its arguments did not parse."""

@@ -1,10 +1,12 @@
-"""Provider failures, translated once from vendor exceptions.
+"""Provider failures, translated once from what the vendors report (the table in
+`_error_table`).
 
     ProviderError            any failed model call; the message is shown to the user
     ├── AuthError            missing or rejected credentials; names what to set
-    ├── RateLimitError       429 / overloaded after retries gave up          (retryable)
+    ├── RateLimitError       429, or a rate-limit error inside a stream        (retryable)
     ├── ContextWindowError   the request does not fit the model's context window
-    └── ProviderUnavailable  connection failures, timeouts, 5xx, broken streams (retryable)
+    └── ProviderUnavailable  connection failures, timeouts, 5xx (overloaded too), broken
+        │                    streams                                         (retryable)
         └── NotListening     connection refused at a loopback or private address: a local
                              server that is not running; fails at once     (not retryable)
 

@@ -3,8 +3,9 @@
 `OpenAIChatProvider` is the provider for every `OpenAIProviderConfig` (openai,
 openai-compatible, azure-openai): a model configured with `api = "responses"` is streamed
 through the Responses API (`openai_responses`), every other one through Chat Completions.
-The request and stream mappers live in `_openai_chat_mapping`; the SDK client, the API key
-and the translation of every vendor error in `_openai_client`. Requests go out as JSON built
+The request and stream mappers live in `_openai_chat_mapping`; the SDK client, the API key,
+the stream's open and close and what the vendor's errors report in `_openai_client` (the
+error table in `_error_table` decides what they mean). Requests go out as JSON built
 from each message's cached encoding (`_message_cache`), and the stream is read as raw
 server-sent events (`_wire`): the SDK's typed request and stream objects cost more than
 everything else a turn does once the conversation is long or the stream fast.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from openai import AsyncStream
@@ -24,10 +25,10 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ..messages import StreamEvent
+from ._http_stream import ended_early
 from ._message_cache import ConvertedMessages
 from ._openai_chat_mapping import (
     ChunkMapper,
-    UnsupportedPart,
     encode_message,
     system_messages,
     to_tools,
@@ -61,30 +62,19 @@ class OpenAIChatProvider:
             return self._responses.stream(request)
         return self._chat(request)
 
-    @asynccontextmanager
-    async def _chat(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        connection = self._connection
-        connection.client()  # a missing key fails here, before any work
-        try:
-            body = self._body(request)
-        except UnsupportedPart as exc:
-            raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        try:
-            response = await connection.post_stream(
-                "/chat/completions",
-                body,
-                model=request.model,
-                cast_to=ChatCompletion,
-                stream_cls=AsyncStream[ChatCompletionChunk],
-            )
-        except VENDOR_ERRORS as exc:
-            raise connection.translate(exc) from exc
-        events = self._events(response)
-        try:
-            yield events
-        finally:
-            await events.aclose()
-            await connection.close_quietly(response)
+    def _chat(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        return self._connection.open_stream(lambda: self._send(request), self._events)
+
+    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
+        return await self._connection.post_stream(
+            "/chat/completions",
+            self._body(request),
+            model=request.model,
+            cast_to=ChatCompletion,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
 
     def _body(self, request: ModelRequest) -> bytes:
         """The JSON of `chat.completions.create(..., stream=True)` for this request."""
@@ -127,7 +117,7 @@ class OpenAIChatProvider:
         except VENDOR_ERRORS as exc:
             raise self._connection.translate(exc) from exc
         if mapper.finish_reason is None:
-            raise ProviderUnavailable(self.name, "stream ended before the model finished")
+            raise ended_early(self.name)
         if mapper.finish_reason == "error":
             raise ProviderUnavailable(self.name, "the model stopped with an error mid-stream")
         for event in mapper.finish():

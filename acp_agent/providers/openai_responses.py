@@ -3,8 +3,9 @@
 Stateless: every request carries the whole conversation (`store=false`), and reasoning
 models get their encrypted reasoning items back (`include=["reasoning.encrypted_content"]`),
 so nothing lives on the server between calls. The request and stream mappers live in
-`_openai_responses_mapping`; the client and the error translation in `_openai_client`,
-shared with Chat Completions (`openai_chat.OpenAIChatProvider` routes here per model).
+`_openai_responses_mapping`; the client, the stream's open and close and the errors in
+`_openai_client`, shared with Chat Completions (`openai_chat.OpenAIChatProvider` routes
+here per model).
 
 As on the Chat Completions path, requests go out as JSON built from each message's cached
 encoding, and the stream is read as raw server-sent events: the hot delta events straight
@@ -15,7 +16,7 @@ as its typed stream would (`_events` mirrors `openai.AsyncStream`, errors includ
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, cast
 
 import openai
@@ -26,8 +27,8 @@ from openai._response import AsyncAPIResponse
 from openai.types.responses import Response, ResponseStreamEvent
 
 from ..messages import StreamEvent
+from ._http_stream import ended_early
 from ._message_cache import ConvertedMessages
-from ._openai_chat_mapping import UnsupportedPart
 from ._openai_client import VENDOR_ERRORS, OpenAIConnection
 from ._openai_responses_mapping import (
     ResponseEventMapper,
@@ -38,7 +39,6 @@ from ._openai_responses_mapping import (
 from ._transport import checked_event_stream
 from ._wire import body_with_list, loads, server_sent_events
 from .base import ModelRequest, model_inputs
-from .errors import ProviderError, ProviderUnavailable
 
 if TYPE_CHECKING:
     from ..config import OpenAIProviderConfig
@@ -60,30 +60,19 @@ class OpenAIResponsesProvider:
     async def aclose(self) -> None:
         await self._connection.aclose()
 
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        connection = self._connection
-        connection.client()  # a missing key fails here, before any work
-        try:
-            body = self._body(request)
-        except UnsupportedPart as exc:
-            raise ProviderError(self.name, f"cannot send this conversation: {exc}") from exc
-        try:
-            response = await connection.post_stream(
-                "/responses",
-                body,
-                model=request.model,
-                cast_to=Response,
-                stream_cls=AsyncStream[ResponseStreamEvent],
-            )
-        except VENDOR_ERRORS as exc:
-            raise connection.translate(exc) from exc
-        events = self._events(response)
-        try:
-            yield events
-        finally:
-            await events.aclose()
-            await connection.close_quietly(response)
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        return self._connection.open_stream(lambda: self._send(request), self._events)
+
+    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
+        return await self._connection.post_stream(
+            "/responses",
+            self._body(request),
+            model=request.model,
+            cast_to=Response,
+            stream_cls=AsyncStream[ResponseStreamEvent],
+        )
 
     def _body(self, request: ModelRequest) -> bytes:
         """The JSON of `responses.create(..., stream=True)` for this request."""
@@ -128,7 +117,7 @@ class OpenAIResponsesProvider:
         except VENDOR_ERRORS as exc:
             raise self._connection.translate(exc) from exc
         if not mapper.done:
-            raise ProviderUnavailable(self.name, "stream ended before the model finished")
+            raise ended_early(self.name)
         for neutral in mapper.finish():
             yield neutral
 

@@ -20,13 +20,10 @@ partial reply is not.
 
 from __future__ import annotations
 
-import math
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 import anyio
@@ -131,37 +128,6 @@ def retry_delay(
         return min(config.max_delay, max(retry_after, config.min_retry_after))
     ceiling = min(config.max_delay, config.initial_delay * 2.0 ** min(failures - 1, 62))
     return ceiling * jitter
-
-
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """The server's wait hint in seconds: `retry-after-ms`, else `retry-after` (seconds or an
-    HTTP date); None when absent or unreadable. Pass headers with lower-case lookup (httpx)."""
-    if not headers:
-        return None
-    if (milliseconds := _number(headers.get("retry-after-ms"))) is not None:
-        return max(0.0, milliseconds / 1000)
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    if (seconds := _number(value)) is not None:
-        return max(0.0, seconds)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _gave_up(failure: ProviderError, note: str) -> ProviderError:

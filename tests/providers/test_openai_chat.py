@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 import respx
@@ -22,7 +21,6 @@ from acp_agent.messages import (
     ImagePart,
     Message,
     Stop,
-    StreamEvent,
     TextDelta,
     TextPart,
     ThinkingDelta,
@@ -40,7 +38,6 @@ from acp_agent.providers import (
     ModelRequest,
     ProviderError,
     ProviderUnavailable,
-    RateLimitError,
 )
 from acp_agent.providers.openai_chat import OpenAIChatProvider
 
@@ -68,38 +65,6 @@ collect = collector(HELLO)
 
 
 # --- stream mapping -----------------------------------------------------------------------
-
-
-@respx.mock
-async def test_plain_text_streams_as_text_deltas_then_usage_and_end_turn() -> None:
-    respx.post(OPENAI_URL).mock(return_value=sse("openai_text.sse"))
-
-    events = await collect(make_provider())
-
-    words = ["Hello", "!", " The", " file", " defines", " two", " functions", "."]
-    assert events == [
-        *(TextDelta(word) for word in words),
-        Usage(input_tokens=180, output_tokens=9, cache_read_tokens=1024),
-        Stop("end_turn"),
-    ]
-
-
-@respx.mock
-async def test_tool_call_arguments_split_over_deltas_stream_and_parse_at_the_end() -> None:
-    respx.post(OPENAI_URL).mock(return_value=sse("openai_tool_call.sse"))
-
-    events = await collect(make_provider())
-
-    call_id = "call_Qm2HkYx0pLrVdT8sW1nE4bZc"
-    assert events[0] == ToolCallStart(id=call_id, name="read_file")
-    fragments = [e.delta for e in events if isinstance(e, ToolCallArgsDelta)]
-    assert len(fragments) == 11
-    assert "".join(fragments) == '{"path":"src/app.py","limit":200}'
-    assert events[-3:] == [
-        ToolCallEnd(ToolCallPart(call_id, "read_file", {"path": "src/app.py", "limit": 200})),
-        Usage(input_tokens=412, output_tokens=24),
-        Stop("tool_use"),
-    ]
 
 
 @respx.mock
@@ -209,29 +174,6 @@ async def test_tool_arguments_that_are_not_json_reach_the_tool_layer_raw() -> No
 # --- errors -------------------------------------------------------------------------------
 
 
-@respx.mock
-async def test_rejected_key_raises_auth_error_naming_the_variable_but_never_the_key() -> None:
-    body = {
-        "error": {
-            "message": f"Incorrect API key provided: {KEY}. You can find your API key at "
-            "https://platform.openai.com/account/api-keys.",
-            "type": "invalid_request_error",
-            "param": None,
-            "code": "invalid_api_key",
-        }
-    }
-    respx.post(OPENAI_URL).mock(return_value=error(401, body))
-
-    with pytest.raises(AuthError) as caught:
-        await collect(make_provider())
-
-    message = str(caught.value)
-    assert "OPENAI_API_KEY" in message
-    assert "providers.openai.api_key_env" in message
-    assert KEY not in message
-    assert KEY[:12] not in message
-
-
 @respx.mock(assert_all_called=False)
 async def test_missing_key_for_openai_raises_auth_error_before_any_request() -> None:
     route = respx.post(OPENAI_URL).mock(return_value=sse("openai_text.sse"))
@@ -269,72 +211,18 @@ async def test_openai_compatible_server_without_a_key_gets_a_placeholder() -> No
 
 
 @respx.mock
-@pytest.mark.parametrize(
-    "body",
-    [
-        pytest.param(
-            {
-                "error": {
-                    "message": "This model's maximum context length is 128000 tokens. However, "
-                    "your messages resulted in 130211 tokens. Please reduce the length of the "
-                    "messages.",
-                    "type": "invalid_request_error",
-                    "param": "messages",
-                    "code": "context_length_exceeded",
-                }
-            },
-            id="openai",
-        ),
-        pytest.param(
-            {
-                "object": "error",
-                "message": "This model's maximum context length is 32768 tokens. However, you "
-                "requested 40211 tokens (36115 in the messages, 4096 in the completion).",
-                "type": "BadRequestError",
-                "param": None,
-                "code": 400,
-            },
-            id="vllm",
-        ),
-    ],
-)
-async def test_context_overflow_raises_context_window_error(body: dict[str, Any]) -> None:
+async def test_a_vllm_context_overflow_without_a_code_is_a_context_window_error() -> None:
+    body = {
+        "object": "error",
+        "message": "This model's maximum context length is 32768 tokens. However, you "
+        "requested 40211 tokens (36115 in the messages, 4096 in the completion).",
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    }
     respx.post(OPENAI_URL).mock(return_value=error(400, body))
 
     with pytest.raises(ContextWindowError, match="maximum context length"):
-        await collect(make_provider())
-
-
-@respx.mock
-async def test_server_error_raises_provider_unavailable() -> None:
-    body = {
-        "error": {
-            "message": "The server had an error while processing your request. Sorry about that!",
-            "type": "server_error",
-            "param": None,
-            "code": None,
-        }
-    }
-    respx.post(OPENAI_URL).mock(return_value=error(500, body))
-
-    with pytest.raises(ProviderUnavailable, match=r"\(HTTP 500\): The server had an error"):
-        await collect(make_provider())
-
-
-@respx.mock
-async def test_rate_limit_raises_rate_limit_error() -> None:
-    body = {
-        "error": {
-            "message": "Rate limit reached for gpt-4.1 in organization org-xyz on tokens per min "
-            "(TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s.",
-            "type": "tokens",
-            "param": None,
-            "code": "rate_limit_exceeded",
-        }
-    }
-    respx.post(OPENAI_URL).mock(return_value=error(429, body))
-
-    with pytest.raises(RateLimitError, match="Please try again in 2s"):
         await collect(make_provider())
 
 
@@ -392,30 +280,6 @@ async def test_timeout_raises_provider_unavailable_naming_the_setting() -> None:
 
     with pytest.raises(ProviderUnavailable, match=r"within 30s.*providers\.openai\.timeout"):
         await collect(make_provider(timeout=30))
-
-
-@respx.mock
-async def test_stream_that_ends_without_finish_reason_raises_provider_unavailable() -> None:
-    respx.post(OPENAI_URL).mock(return_value=sse("openai_dropped.sse"))
-    seen: list[StreamEvent] = []
-
-    with pytest.raises(ProviderUnavailable, match="stream ended before the model finished"):
-        await collect(make_provider(), into=seen)
-
-    assert seen == [TextDelta("Let"), TextDelta(" me"), TextDelta(" look")]
-
-
-@respx.mock
-async def test_connection_dropped_mid_stream_raises_provider_unavailable() -> None:
-    body = RecordingStream(
-        sse_events("openai_text.sse")[:3], then=httpx.RemoteProtocolError("peer closed connection")
-    )
-    respx.post(OPENAI_URL).mock(return_value=httpx.Response(200, stream=body))
-
-    with pytest.raises(ProviderUnavailable, match="peer closed connection"):
-        await collect(make_provider())
-
-    assert body.closed
 
 
 @respx.mock
@@ -582,35 +446,6 @@ async def test_an_unsupported_part_is_a_provider_error() -> None:
         await collect(make_provider(), ModelRequest(model="gpt-4.1", system="", messages=messages))
 
 
-# --- connection lifetime ------------------------------------------------------------------
-
-
-@respx.mock
-async def test_leaving_the_context_early_closes_the_response() -> None:
-    body = RecordingStream(sse_events("openai_text.sse"))
-    respx.post(OPENAI_URL).mock(return_value=httpx.Response(200, stream=body))
-
-    async with make_provider().stream(HELLO) as events:
-        assert await anext(aiter(events)) == TextDelta("Hello")
-        assert not body.closed
-
-    assert body.closed
-
-
-@respx.mock
-async def test_cancelling_a_silent_stream_closes_the_response_at_once() -> None:
-    body = RecordingStream(sse_events("openai_text.sse")[:2], hang=True)
-    respx.post(OPENAI_URL).mock(return_value=httpx.Response(200, stream=body))
-    seen: list[StreamEvent] = []
-
-    with anyio.fail_after(5), anyio.move_on_after(0.2) as scope:
-        await collect(make_provider(), into=seen)
-
-    assert scope.cancelled_caught
-    assert seen == [TextDelta("Hello")]
-    assert body.closed
-
-
 # --- reasoning effort ---------------------------------------------------------------------
 
 
@@ -640,21 +475,6 @@ async def test_reasoning_effort_is_sent_for_reasoning_models_only(
 
 
 # --- retry hints --------------------------------------------------------------------------
-
-
-@respx.mock
-@pytest.mark.parametrize("status", [500, 502, 503, 529])
-async def test_server_errors_and_overload_are_retryable_with_the_servers_hint(status: int) -> None:
-    body = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
-    respx.post(OPENAI_URL).mock(
-        return_value=httpx.Response(status, json=body, headers={"retry-after": "3"})
-    )
-
-    with pytest.raises(ProviderUnavailable, match=rf"HTTP {status}\): Overloaded") as caught:
-        await collect(make_provider())
-
-    assert caught.value.retryable
-    assert caught.value.retry_after == 3.0
 
 
 @respx.mock

@@ -31,9 +31,10 @@ from acp_agent.providers import (
     RateLimitError,
     create_provider,
 )
+from acp_agent.providers._error_table import parse_retry_after
 from acp_agent.providers.echo import EchoProvider
 from acp_agent.providers.openai_chat import OpenAIChatProvider
-from acp_agent.providers.retry import RetryingProvider, parse_retry_after, retry_delay
+from acp_agent.providers.retry import RetryingProvider, retry_delay
 
 pytestmark = pytest.mark.anyio
 

@@ -242,19 +242,6 @@ async def test_a_401_names_the_variable_the_key_came_from_never_the_key() -> Non
 
 
 @respx.mock
-async def test_a_401_from_anthropic_names_the_default_variable() -> None:
-    respx.post("https://api.anthropic.com/v1/messages").mock(
-        return_value=httpx.Response(
-            401,
-            json={"type": "error", "error": {"type": "authentication_error", "message": "x"}},
-        )
-    )
-
-    with pytest.raises(AuthError, match=r"refused the key from ANTHROPIC_API_KEY \(HTTP 401\)"):
-        await collect(anthropic({"ANTHROPIC_API_KEY": KEY}), HELLO)
-
-
-@respx.mock
 async def test_a_401_from_a_local_server_says_the_placeholder_was_refused() -> None:
     respx.post("http://localhost:8000/v1/chat/completions").mock(
         return_value=httpx.Response(401, json={"error": "unauthorized"})
