@@ -31,7 +31,7 @@ from .providers import AuthError, ProviderError
 from .rpc.endpoint import FollowedBy
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .sessions import Session
-from .sessions.errors import StoreError
+from .sessions.errors import SessionLocked, StoreError
 from .sessions.manager import (
     MODE,
     MODEL,
@@ -164,7 +164,8 @@ class Agent:
         return dump(s.CloseSessionResponse())
 
     async def delete_session(self, request: s.DeleteSessionRequest) -> Any:
-        await self._sessions.delete(request.session_id)
+        with _session_errors():
+            await self._sessions.delete(request.session_id)
         return dump(s.DeleteSessionResponse())
 
     # --- prompts -------------------------------------------------------------------------
@@ -176,10 +177,12 @@ class Agent:
         message = prompt_message(request.prompt)
         with _session_errors():
             outcome = await self._sessions.prompt(request.session_id, message, place)
-        if outcome.mode_changed:
-            await self._announce_mode(self._sessions.get(request.session_id))
-        if outcome.choices_changed:
-            await self._announce_options(self._sessions.get(request.session_id))
+        if outcome.mode_changed or outcome.choices_changed:
+            session = self._sessions.get(request.session_id)  # live: the prompt just ended
+            if outcome.mode_changed:
+                await self._announce_mode(session)
+            if outcome.choices_changed:
+                await self._announce_options(session)
         return dump(s.PromptResponse(stop_reason=outcome.stop_reason))
 
     async def cancel(self, notification: s.CancelNotification) -> None:
@@ -189,7 +192,9 @@ class Agent:
 
     async def set_config_option(self, request: s.SetSessionConfigOptionSelectRequest) -> Any:
         with _session_errors():
-            session = self._sessions.choose(request.session_id, request.config_id, request.value)
+            session = await self._sessions.choose(
+                request.session_id, request.config_id, request.value
+            )
         if request.config_id == MODE:
             # Clients that know only modes learn it here; the answer carries the options.
             await self._announce_mode(session)
@@ -197,7 +202,7 @@ class Agent:
 
     async def set_mode(self, request: s.SetSessionModeRequest) -> Any:
         with _session_errors():
-            session = self._sessions.choose(request.session_id, MODE, request.mode_id)
+            session = await self._sessions.choose(request.session_id, MODE, request.mode_id)
         # Both: a client may show the mode as a mode, as a config option, or both.
         await self._announce_mode(session)
         await self._announce_options(session)
@@ -205,7 +210,7 @@ class Agent:
 
     async def set_model(self, request: SetSessionModelRequest) -> Any:
         with _session_errors():
-            session = self._sessions.choose(request.session_id, MODEL, request.model_id)
+            session = await self._sessions.choose(request.session_id, MODEL, request.model_id)
         await self._announce_options(session)
         return SetSessionModelResponse().model_dump()
 
@@ -257,6 +262,9 @@ def _session_errors() -> Iterator[None]:
         yield
     except UnknownSession as exc:
         raise RpcError(RESOURCE_NOT_FOUND, str(exc)) from None
+    except SessionLocked as exc:
+        # One writer per session: the user can act on this (close it in the other agent).
+        raise RpcError(INTERNAL_ERROR, str(exc), {"details": str(exc)}) from None
     except StoreError as exc:
         raise RpcError(INTERNAL_ERROR, f"the session store failed: {exc}") from None
     except ChoiceError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__, logs, paths
+from ._hardening import forbid_inspection
 from .login import add_login_commands, login_command, logout_command
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ SERVE_HINT = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # First, before any child can exist: none may read our keys in /proc/<our pid>/environ.
+    unprotected = forbid_inspection()
     parser = _parser()
     # Options go anywhere, before or after the command (`run --log-level debug`): the
     # subcommands repeat them. Words argparse left over are the rest of a `run` prompt
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return logout_command(args)
     if _is_tty(sys.stdin):
         print(SERVE_HINT, file=sys.stderr, flush=True)
-    return _serve(args)
+    return _serve(args, unprotected)
 
 
 def _is_tty(stream: object) -> bool:
@@ -206,7 +209,7 @@ def _add_doctor(commands: Subcommands, common: list[argparse.ArgumentParser]) ->
     )
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, unprotected: str | None) -> int:
     import anyio
 
     from .protocol.server import serve
@@ -215,6 +218,8 @@ def _serve(args: argparse.Namespace) -> int:
     config_path = paths.config_path(args.config)
     level, file = logs.settings_from_config(config_path)
     logs.configure(args.log_level or level or "info", args.log_file or file)
+    if unprotected:
+        log.debug("process hardening: %s", unprotected)
     frames_in, frames_out = _claim_stdio()
     load = agent_loader(args.config, os.environ)
 
@@ -267,6 +272,7 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         from .providers.pool import ProviderPool
         from .providers.usage import load_encoder
         from .sessions.manager import SessionManager
+        from .sessions.redaction import changing_with
         from .sessions.store import SessionStore, default_state_dir
 
         # Keys `acp-agent login` stored: each provider's last resort, looked up when needed.
@@ -283,8 +289,10 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         importlib.import_module(provider_module_for(provider))
         encoder = load_encoder()
         state_dir = Path(config.state_dir) if config.state_dir else default_state_dir(env)
-        # Our own keys, wherever they come from, never reach the session files.
-        store = SessionStore(state_dir.expanduser(), agent_secrets(config, env))
+        # Our own keys, wherever they come from, never reach the session files: also a key
+        # `acp-agent login` stores while we run (read again when the credentials file changes).
+        secrets = changing_with(credentials.path, lambda: agent_secrets(config, env))
+        store = SessionStore(state_dir.expanduser(), secrets)
 
         # What is loaded now lives as long as the process: keep the collector's full passes
         # from walking it again and again (they paused prompts by tens of milliseconds).

@@ -4,6 +4,7 @@
     ├── SessionNotFound        no session by that id (or an id that cannot name a file)
     ├── SessionExists          `create` / `fork` onto an id already taken
     ├── SessionCorrupt         a log whose header is missing or unreadable: it cannot load
+    ├── SessionLocked          a log another process has open for writing (one writer)
     └── RecordError            one line that does not encode or decode as a record
                                (malformed, unknown kind, or from a newer version)
 
@@ -34,8 +35,25 @@ class SessionCorrupt(StoreError):
     """The log exists but cannot be loaded (its first line is not a readable header)."""
 
 
+class SessionLocked(StoreError):
+    """Another process (another acp-agent) has the session's log open for appending."""
+
+    def __init__(self, session_id: str, pid: int | None) -> None:
+        holder = f"another acp-agent (pid {pid})" if pid is not None else "another acp-agent"
+        super().__init__(f"session {session_id!r} is open in {holder}; close it there first")
+        self.session_id = session_id
+        self.pid = pid
+
+
 class RecordError(StoreError):
     """A record that cannot be encoded, or a line that cannot be decoded into one."""
 
 
-__all__ = ["RecordError", "SessionCorrupt", "SessionExists", "SessionNotFound", "StoreError"]
+__all__ = [
+    "RecordError",
+    "SessionCorrupt",
+    "SessionExists",
+    "SessionLocked",
+    "SessionNotFound",
+    "StoreError",
+]

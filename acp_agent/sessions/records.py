@@ -143,6 +143,16 @@ class PermissionsRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RootsRecord:
+    """The roots the session works in from here on (each time it is opened in new ones):
+    the "always" answers of the permissions records that follow were given in them."""
+
+    kind: ClassVar[Literal["roots"]] = "roots"
+    cwd: str
+    additional_roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class UsageRecord:
     """The usage meter after a model call: the session's cost and the last reading."""
 
@@ -183,6 +193,7 @@ Record: TypeAlias = (
     | EventRecord
     | ChoiceRecord
     | PermissionsRecord
+    | RootsRecord
     | UsageRecord
     | TitleRecord
     | CompactionRecord
@@ -799,6 +810,12 @@ _CODECS: Final[dict[str, _Codec]] = {
             lambda d: PermissionsRecord(_strings(d, "allowed"), _strings(d, "rejected")),
         ),
         _Codec(
+            "roots",
+            RootsRecord,
+            lambda r: {"cwd": r.cwd, "additional_roots": list(r.additional_roots)},
+            lambda d: RootsRecord(_str(d, "cwd"), _strings(d, "additional_roots")),
+        ),
+        _Codec(
             "usage",
             UsageRecord,
             _usage_to_json,
@@ -848,6 +865,7 @@ __all__ = [
     "MessageRecord",
     "PermissionsRecord",
     "Record",
+    "RootsRecord",
     "SessionHeader",
     "TitleRecord",
     "TurnEndRecord",

@@ -2,12 +2,17 @@
 to show again on `session/load`.
 
 The log keeps the full history; the working context the model is sent starts at the last
-compaction's summary. Terminal output is shown again as text: the terminals the live
+compaction's summary. The "always" answers come back with the roots they were given in
+(the last roots record before them), and `permissions_in` keeps the "always allow" ones
+only for a session opened in those roots. A log that recorded answers before it recorded
+roots (older versions) has them dropped: the safe choice, they may have been given in
+other roots. Terminal output is shown again as text: the terminals the live
 session showed are gone with the process that ran them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -34,10 +39,13 @@ from .records import (
     MessageRecord,
     PermissionsRecord,
     Record,
+    RootsRecord,
     SessionHeader,
     TitleRecord,
     UsageRecord,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -51,6 +59,11 @@ class StoredSession:
     mode: str | None = None
     thought_level: str | None = None
     permissions: PermissionMemory = field(default_factory=PermissionMemory)
+    permission_roots: tuple[str, ...] | None = None
+    """The roots (cwd first) `permissions` were given in; None: not recorded."""
+    roots: tuple[str, ...] | None = None
+    """The roots the session last worked in (cwd first), from the last roots record; None
+    in a log that recorded none."""
     usage: UsageRecord | None = None
     title: str | None = None
 
@@ -62,8 +75,11 @@ def restore(records: Sequence[Record]) -> StoredSession:
     stored = StoredSession(header)
     messages: list[Message] = []
     compaction: CompactionRecord | None = None
+    roots: tuple[str, ...] | None = None
     for record in records[1:]:
         match record:
+            case RootsRecord(cwd=cwd, additional_roots=additional):
+                roots = (cwd, *additional)
             case MessageRecord(message=message):
                 messages.append(message)
             case ChoiceRecord():
@@ -72,18 +88,45 @@ def restore(records: Sequence[Record]) -> StoredSession:
                 stored.thought_level = record.thought_level or stored.thought_level
             case PermissionsRecord(allowed=allowed, rejected=rejected):
                 stored.permissions = PermissionMemory(set(allowed), set(rejected))
+                stored.permission_roots = roots
             case UsageRecord():
                 stored.usage = record
             case TitleRecord(title=title):
                 stored.title = title
             case CompactionRecord():
                 compaction = record
+    stored.roots = roots
     if compaction is None:
         stored.history = messages
     else:
         stored.history = [compaction.summary, *messages[compaction.replaced :]]
         stored.summarised = compaction.replaced
     return stored
+
+
+def same_roots(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same cwd (first) and the same additional directories, in any order."""
+    return a[:1] == b[:1] and set(a[1:]) == set(b[1:])
+
+
+def permissions_in(
+    stored: StoredSession, roots: Sequence[str], session_id: str
+) -> PermissionMemory:
+    """The stored answers for a session opened in `roots`: "always allow" only if they are
+    the roots it was given in (trust in one project is not trust in another); "always
+    reject" stands everywhere (it can only make the agent ask less of the user's trust)."""
+    given_in = stored.permission_roots
+    if given_in is not None and same_roots(given_in, roots):
+        return stored.permissions
+    if stored.permissions.allowed:
+        where = "before roots were recorded" if given_in is None else f"in {list(given_in)}"
+        log.info(
+            "session %s: its always-allow answers were given %s, not in %s: it starts without them",
+            session_id,
+            where,
+            list(roots),
+        )
+    return PermissionMemory(set(), set(stored.permissions.rejected))
 
 
 def replay(records: Sequence[Record]) -> list[TurnEvent]:

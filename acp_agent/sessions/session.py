@@ -5,7 +5,8 @@ Prompts that arrive while a turn runs wait their turn in arrival order (editors 
 stops the running turn and every prompt queued behind it: a user who presses stop means
 "stop", not "go on with the next message". A prompt takes its place in the queue when its
 frame is read (`take_place`), so a cancel read after it finds it even if its task has not
-started yet.
+started yet. The places live in `PromptTickets`, which outlive the `Session` object when
+the manager lets an idle session go and opens it again (`live.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ from ..tools.base import SessionToolState
 from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class PromptTickets:
+    """The places taken in a session's prompt queue, and how far a cancel reached."""
+
+    taken: int = 0
+    cancelled_through: int = 0
+
+    def take(self) -> int:
+        self.taken += 1
+        return self.taken
+
+    def cancel(self) -> None:
+        """Every place taken so far is cancelled."""
+        self.cancelled_through = self.taken
 
 
 @dataclass
@@ -50,10 +67,10 @@ class Session:
     commands_shown: tuple[CommandInfo, ...] | None = None
     """The slash commands the editor was last told of."""
 
+    tickets: PromptTickets = field(default_factory=PromptTickets, repr=False)
+
     _turn_lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     _running: anyio.CancelScope | None = field(default=None, repr=False)
-    _places_taken: int = field(default=0, repr=False)
-    _cancelled_through: int = field(default=0, repr=False)
     _aside: dict[anyio.CancelScope, anyio.Event] = field(default_factory=dict, repr=False)
 
     @property
@@ -62,8 +79,7 @@ class Session:
 
     def take_place(self) -> int:
         """A prompt's place in the queue, taken as soon as its frame is read."""
-        self._places_taken += 1
-        return self._places_taken
+        return self.tickets.take()
 
     async def run_turn(
         self, turn: Callable[[], Awaitable[TurnStopReason]], place: int | None = None
@@ -71,7 +87,7 @@ class Session:
         """Run `turn` once every earlier prompt has finished; `cancelled` if cancelled."""
         ticket = self.take_place() if place is None else place
         async with self._turn_lock:
-            if ticket <= self._cancelled_through:
+            if ticket <= self.tickets.cancelled_through:
                 return "cancelled"
             with anyio.CancelScope() as scope:
                 self._running = scope
@@ -82,7 +98,7 @@ class Session:
             return "cancelled"
 
     def cancel(self) -> None:
-        self._cancelled_through = self._places_taken
+        self.tickets.cancel()
         if self._running is not None:
             self._running.cancel()
 
@@ -94,6 +110,12 @@ class Session:
     @property
     def busy(self) -> bool:
         return self._running is not None
+
+    @property
+    def idle(self) -> bool:
+        """No turn runs or waits (so no permission question is pending either), and no
+        work runs beside the turns."""
+        return self._running is None and not self._turn_lock.locked() and not self._aside
 
     async def run_aside(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run `work` beside the turns (a title being written), until `end_aside`. Its

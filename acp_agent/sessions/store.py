@@ -3,6 +3,14 @@
     <state dir>/sessions/<id>.jsonl       the log: a header line, then one record per line
     <state dir>/sessions/<id>.meta.json   the summary `session/list` shows (id, cwd, roots,
                                           title, created and updated times)
+    <state dir>/sessions/<id>.lock        the pid of the process writing the log, if any
+
+One writer per session. A process that opens a log to append to it holds an exclusive
+`flock` on it for as long as the log is open; the kernel drops it with the descriptor, so
+a crash releases it too. Another process's `open_log` or `delete` of that session is
+`SessionLocked`, naming the holder by the pid it wrote beside the log; reading (`read`,
+`fork`, `list`) takes no lock and works meanwhile. Where there is no `fcntl` (Windows)
+logs are not locked, which is logged once.
 
 Crash safety. A record counts once its newline is on disk. `SessionLog.append` hands each
 line to the OS in one `write` as it happens, so killing our process (even with SIGKILL)
@@ -15,19 +23,23 @@ a temporary file, fsync and `os.replace`; a missing or broken one is rebuilt fro
 Listing reads only the sidecars. Session ids come from clients: only `[A-Za-z0-9_-]{1,128}`
 names a file, anything else is `SessionNotFound`, so no id walks out of the directory.
 
-Secrets: every line and sidecar passes through a redaction of the configured secret values
-(8 characters or more) before it is written, so an API key pasted into a prompt or printed
-by a tool never reaches the disk. Files are the owner's only (0o600, directories 0o700).
+Secrets: every line and sidecar passes through a redaction of the secret values (8
+characters or more; `redaction.py`, whose source is asked again as lines are written, so a
+key stored while the agent runs is covered) before it is written, so an API key pasted into
+a prompt or printed by a tool never reaches the disk. Files are the owner's only (0o600,
+directories 0o700).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import logging
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterable
 from contextlib import suppress
@@ -40,18 +52,28 @@ import anyio
 import anyio.to_thread
 
 from ..paths import default_state_dir as default_state_dir  # where it lived first
-from .errors import RecordError, SessionCorrupt, SessionExists, SessionNotFound, StoreError
+from .errors import (
+    RecordError,
+    SessionCorrupt,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+)
 from .records import Record, SessionHeader, TitleRecord, decode, encode, utc_now
+from .redaction import MIN_SECRET_LENGTH, REDACTED, Redactor, SecretSource
+
+if sys.platform != "win32":
+    import fcntl
 
 log = logging.getLogger(__name__)
 
 APP_NAME: Final = "acp-agent"
-REDACTED: Final = "[redacted]"
-MIN_SECRET_LENGTH: Final = 8
 SUMMARY_VERSION: Final = 1
 _ID: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _LOG_SUFFIX: Final = ".jsonl"
 _META_SUFFIX: Final = ".meta.json"
+_LOCK_SUFFIX: Final = ".lock"
 _OWN_TIME: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 _O_BINARY: Final = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
@@ -82,10 +104,10 @@ class SessionStore:
     on an event loop may run those in a worker thread.
     """
 
-    def __init__(self, directory: Path, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, directory: Path, secrets: Iterable[str] | SecretSource = ()) -> None:
         self.directory = directory
         self.sessions_dir = directory / "sessions"
-        self._redactor = _Redactor(secrets)
+        self._redactor = Redactor(secrets)
 
     # --- one session ---------------------------------------------------------------------
 
@@ -94,7 +116,8 @@ class SessionStore:
         return self._create(header, b"", title=None)
 
     def open_log(self, session_id: str) -> SessionLog:
-        """The existing log of `session_id`, to append to; `SessionNotFound` if none."""
+        """The existing log of `session_id`, to append to; `SessionNotFound` if none,
+        `SessionLocked` if another process has it open."""
         path, _ = self._paths(session_id)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | _O_BINARY)
@@ -103,6 +126,7 @@ class SessionStore:
         except OSError as exc:
             raise StoreError(f"cannot open {path}: {exc}") from None
         try:
+            _hold(fd, self._lock_path(session_id), session_id)  # before cutting its tail
             size = _cut_torn_tail(fd, path)
             summary = self._summary(session_id)
         except BaseException:
@@ -165,14 +189,23 @@ class SessionStore:
         return self._create(replace(header, forked_from=source_id), body, title=title)
 
     def delete(self, session_id: str) -> None:
-        """Remove the log and its sidecar; `SessionNotFound` if there is no log."""
+        """Remove the log and its sidecar; `SessionNotFound` if there is no log,
+        `SessionLocked` if another process has it open (its appends would be lost)."""
         path, meta = self._paths(session_id)
         try:
-            path.unlink()  # the log first: a sidecar alone is ignored, a log alone listed
+            fd = os.open(path, os.O_RDONLY | _O_BINARY)
         except FileNotFoundError:
             raise SessionNotFound(session_id) from None
-        with suppress(FileNotFoundError):
-            meta.unlink()
+        except OSError as exc:
+            raise StoreError(f"cannot open {path}: {exc}") from None
+        try:
+            _hold(fd, self._lock_path(session_id), session_id)
+            path.unlink()  # the log first: a sidecar alone is ignored, a log alone listed
+            for other in (meta, self._lock_path(session_id)):
+                with suppress(FileNotFoundError):
+                    other.unlink()
+        finally:
+            os.close(fd)
 
     def exists(self, session_id: str) -> bool:
         return _ID.fullmatch(session_id) is not None and self._log_path(session_id).is_file()
@@ -230,6 +263,9 @@ class SessionStore:
     def _log_path(self, session_id: str) -> Path:
         return self.sessions_dir / (session_id + _LOG_SUFFIX)
 
+    def _lock_path(self, session_id: str) -> Path:
+        return self.sessions_dir / (session_id + _LOCK_SUFFIX)
+
     def _paths(self, session_id: str) -> tuple[Path, Path]:
         if _ID.fullmatch(session_id) is None:
             raise SessionNotFound(session_id)
@@ -254,18 +290,14 @@ class SessionStore:
         path, _ = self._paths(header.session_id)
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.sessions_dir.mkdir(mode=0o700, exist_ok=True)
-        if body and self._redactor.needles:
-            body = b"".join(
-                (self._redactor.line(line.decode("utf-8", "replace")) + "\n").encode("utf-8")
-                for line in body.split(b"\n")[:-1]
-            )
-        data = self._line(header) + body
+        data = self._line(header) + self._redactor.lines(body)
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | _O_BINARY
         try:
             fd = os.open(path, flags, 0o600)
         except FileExistsError:
             raise SessionExists(header.session_id) from None
         try:
+            _hold(fd, self._lock_path(header.session_id), header.session_id)
             _write_all(fd, data)
             updated = _canonical_time(header.created_at) or utc_now()
             summary = SessionSummary(
@@ -403,8 +435,11 @@ class SessionLog:
         return summary
 
     def close(self) -> None:
+        """Close the log, which lets another process open it."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
+            with suppress(OSError):  # while the lock is ours: nobody else wrote it
+                self._store._lock_path(self.session_id).unlink()
             os.close(fd)
 
     def _require_open(self) -> int:
@@ -414,41 +449,6 @@ class SessionLog:
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-class _Redactor:
-    """Replaces configured secret values in a JSON line, keeping the line valid JSON."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        values = {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}
-        # longest first, so a secret containing another is replaced whole
-        self.secrets = sorted(values, key=len, reverse=True)
-        # how each appears inside a JSON string (quotes, backslashes, controls escaped)
-        self.needles = [json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets]
-
-    def line(self, line: str) -> str:
-        if not any(needle in line for needle in self.needles):
-            return line
-        try:
-            clean = json.dumps(
-                self._walk(json.loads(line)), ensure_ascii=False, separators=(",", ":")
-            )
-        except ValueError:
-            clean = line
-        for needle in self.needles:  # what is left (in a number, say) goes, valid or not
-            clean = clean.replace(needle, REDACTED)
-        return clean
-
-    def _walk(self, value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in self.secrets:
-                value = value.replace(secret, REDACTED)
-            return value
-        if isinstance(value, dict):
-            return {self._walk(k): self._walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._walk(item) for item in value]
-        return value
 
 
 def _header(line: bytes, path: Path, session_id: str) -> SessionHeader:
@@ -461,6 +461,42 @@ def _header(line: bytes, path: Path, session_id: str) -> SessionHeader:
     if header.session_id != session_id:
         raise SessionCorrupt(f"{path}:1: the header names session {header.session_id!r}")
     return header
+
+
+def _hold(fd: int, pid_path: Path, session_id: str) -> None:
+    """Make this process the log's one writer while `fd` stays open, and write our pid
+    beside it; `SessionLocked` naming the other process if it has the log."""
+    if sys.platform == "win32":
+        _warn_unlocked()
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLocked(session_id, _holder(pid_path)) from None
+    except OSError as exc:  # a file system without locks (some network mounts)
+        log.warning("%s: cannot lock the session log (%s): no one-writer guard", pid_path, exc)
+        return
+    try:
+        fd_pid = os.open(pid_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_BINARY, 0o600)
+        try:
+            _write_all(fd_pid, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd_pid)
+    except OSError as exc:  # only the holder's name is lost
+        log.warning("%s: cannot write our pid: %s", pid_path, exc)
+
+
+def _holder(pid_path: Path) -> int | None:
+    """The pid the process holding a log wrote beside it; None if unknown."""
+    try:
+        return int(pid_path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+
+
+@functools.cache
+def _warn_unlocked() -> None:
+    log.warning("session logs cannot be locked here (no fcntl): two agents could write one")
 
 
 def _write_all(fd: int, data: bytes) -> None:

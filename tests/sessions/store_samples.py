@@ -45,6 +45,7 @@ from acp_agent.sessions.records import (
     MessageRecord,
     PermissionsRecord,
     Record,
+    RootsRecord,
     SessionHeader,
     TitleRecord,
     TurnEndRecord,
@@ -227,6 +228,8 @@ EXTRA_RECORDS: list[Record] = [
     SessionHeader("plain", "/w", (), "2025-01-01T00:00:00.000000Z"),
     MessageRecord(Message("user", [TextPart("x" * 10_000)])),
     UsageRecord(cost_usd=3.0, used=1, estimated=True),
+    RootsRecord("/w", ("/lib", "/docs")),
+    RootsRecord("/other"),
     # Mentions: the link as typed, with what was read for it (or nothing: another scheme),
     # and an embedded PDF.
     MessageRecord(
