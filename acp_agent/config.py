@@ -500,6 +500,13 @@ class McpServerConfig(_Strict):
         default_factory=dict, description="http, sse: HTTP headers sent with every request."
     )
     enabled: StrictBool = Field(True, description="false: keep the entry but do not connect.")
+    trusted: StrictBool = Field(
+        False,
+        description="Believe the server's read-only annotations: its tools marked readOnlyHint "
+        "run without asking and are offered in read-only mode. Untrusted (the default), every "
+        "tool of it asks like a command. The editor's server of this name is trusted too when "
+        "it runs the same command and args (or has the same url).",
+    )
 
     @model_validator(mode="after")
     def _usable(self) -> McpServerConfig:
@@ -557,6 +564,14 @@ class AgentConfig(_Strict):
         le=16 * 1024 * 1024,
         description="Bytes of a mentioned file (`@file` in the editor) given to the model; a "
         "longer file is cut there, with a note saying how to read on.",
+    )
+    max_live_sessions: StrictInt = Field(
+        64,
+        ge=1,
+        le=100_000,
+        description="Sessions kept open at once (each holds its log and MCP servers open); past "
+        "it, the least recently used idle one is closed, and opened again from the store when "
+        "its id is used.",
     )
     log_file: str | None = Field(None, description="Write logs here instead of stderr.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(

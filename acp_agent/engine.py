@@ -190,8 +190,10 @@ class Turn:
         return last.tool_calls if last.role == "assistant" else []
 
     def _keep(self, message: Message, message_id: str | None = None) -> None:
-        self.history.append(message)
+        # Stored first: a message the store refuses must not live on in memory alone, where
+        # the next request would carry it while a reload would not.
         self.host.keep(message, message_id)
+        self.history.append(message)
 
     def _answer_open_tool_calls(self, reason: str) -> None:
         """Vendors reject a history where a tool call has no result: fill the gaps."""
@@ -318,19 +320,13 @@ class Turn:
             await self._announce(call, tool.name, tool.kind)
             return await self._fail(call, str(exc))
         context = replace(self.context, tool_call_id=call.id, emit=self.host.emit)
-        # What the call will do, shown from the start and in the permission request; not
-        # worked out for a call that will be refused without asking.
-        refused = decide(tool, params, context, self.choices.mode, self.memory) == "reject"
-        preview = () if refused else await _preview(tool, params, context)
-        started = ToolCallStarted(
-            call.id,
-            tool.title(params, context),
-            tool.kind,
-            raw_input=call.arguments,
-            locations=tool.locations(params, context),
-            content=preview,
-            name=call.name,
-        )
+        try:
+            started = await self._started(call, tool, params, context)
+        except Exception as exc:
+            # A tool's paths, title or the policy raised on these arguments (a bug, or
+            # input the OS refuses): that call fails, the turn goes on.
+            await self._announce(call, tool.name, tool.kind)
+            return await self._fail(call, _unexpected_failure(tool, exc))
         await self.host.emit(started)
         try:
             return await self._permit_and_run(call, tool, params, context, started)
@@ -341,6 +337,28 @@ class Turn:
                     ToolCallUpdated(call.id, status="failed", content=(TextPart("Cancelled."),))
                 )
             raise
+        except _PermissionCancelled:
+            raise
+        except Exception as exc:
+            # The policy or the question to the user raised: as above, that call fails.
+            return await self._fail(call, _unexpected_failure(tool, exc))
+
+    async def _started(
+        self, call: ToolCallPart, tool: Tool[Any], params: Any, context: ToolContext
+    ) -> ToolCallStarted:
+        """What the call will do, shown from the start and in the permission request; not
+        worked out for a call that will be refused without asking."""
+        refused = decide(tool, params, context, self.choices.mode, self.memory) == "reject"
+        preview = () if refused else await _preview(tool, params, context)
+        return ToolCallStarted(
+            call.id,
+            tool.title(params, context),
+            tool.kind,
+            raw_input=call.arguments,
+            locations=tool.locations(params, context),
+            content=preview,
+            name=call.name,
+        )
 
     async def _permit_and_run(
         self,
@@ -391,8 +409,7 @@ class Turn:
         except Exception as exc:
             # A bug or an unexpected client reply: the user and the model both hear of it,
             # and the turn goes on.
-            log.exception("tool %s failed", tool.name)
-            return await self._fail(call, f"{tool.name} failed: {type(exc).__name__}: {exc}")
+            return await self._fail(call, _unexpected_failure(tool, exc))
         # A failed outcome (a command that exited non-zero) fails on screen only: the model
         # reads it as a normal result.
         await self.host.emit(
@@ -483,6 +500,12 @@ def retry_notice(retry: RetryNotice) -> Notice:
     )
 
 
+def _unexpected_failure(tool: Tool[Any], exc: Exception) -> str:
+    """What the model and the user read of an exception a tool call raised (logged)."""
+    log.error("tool %s failed", tool.name, exc_info=exc)
+    return f"{tool.name} failed: {type(exc).__name__}: {exc}"
+
+
 def _read_only_refusal(tool: Tool[Any]) -> str:
     return f"Not run: {tool.name} changes things, and the session is in read-only mode."
 
@@ -512,6 +535,8 @@ def _parse_arguments(tool: Tool[Any], call: ToolCallPart) -> Any:
         raise ToolFailed(f"The arguments for {tool.name} were not valid JSON: {raw!r}")
     try:
         return tool.params_model.model_validate(call.arguments)
+    except RecursionError:
+        raise ToolFailed(f"The arguments for {tool.name} are nested too deeply.") from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"

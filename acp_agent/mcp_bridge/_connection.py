@@ -235,7 +235,7 @@ class LiveSession:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return tool_infos(self.server, found)
+        return tool_infos(self.server, found, trusted=self._link.spec.trusted)
 
     async def list_prompts(self) -> tuple[McpPromptInfo, ...]:
         capabilities = self._session.server_capabilities

@@ -62,9 +62,10 @@ def map_content(item: object) -> McpContent:
 
 
 def tool_infos(
-    server: str, tools: list[types.Tool]
+    server: str, tools: list[types.Tool], *, trusted: bool = False
 ) -> tuple[tuple[McpToolInfo, ...], tuple[str, ...]]:
-    """The tools to offer, and warnings for the ones skipped or repaired."""
+    """The tools to offer, with their annotations as claims (believed of a `trusted`
+    server), and warnings for the ones skipped or repaired."""
     infos: list[McpToolInfo] = []
     warnings: list[str] = []
     seen: set[str] = set()
@@ -81,7 +82,6 @@ def tool_infos(
         if notes:
             warnings.append(f"tool {tool.name!r}: input schema repaired ({'; '.join(notes)})")
         hints = tool.annotations
-        read_only = bool(hints and hints.read_only_hint)
         infos.append(
             McpToolInfo(
                 server=server,
@@ -90,9 +90,10 @@ def tool_infos(
                 title=tool.title or (hints.title if hints else None),
                 description=tool.description or tool.title or tool.name,
                 input_schema=schema,
-                read_only=read_only,
-                destructive=bool(hints and hints.destructive_hint) and not read_only,
+                read_only=bool(hints and hints.read_only_hint),
+                destructive=bool(hints and hints.destructive_hint),
                 open_world=bool(hints and hints.open_world_hint),
+                trusted=trusted,
             )
         )
     for warning in warnings:

@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -33,13 +33,23 @@ class McpToolInfo:
     input_schema: dict[str, Any]
     """Repaired where vendors would reject it (see `_schema.py`)."""
     read_only: bool = False
-    """readOnlyHint: the tool changes nothing."""
+    """readOnlyHint: the server claims the tool changes nothing (believed only of a
+    `trusted` server: see `changes_nothing`)."""
     destructive: bool = False
     """destructiveHint declared true (the MCP default for an unannotated tool is not taken:
     most servers annotate nothing, and asking without "always" for all of them would wear
     users out)."""
     open_world: bool = False
     """openWorldHint declared true: the tool reaches outside (the web, an API)."""
+    trusted: bool = False
+    """The user trusts the server (`trusted = true` in the config): its claims hold."""
+
+    @property
+    def changes_nothing(self) -> bool:
+        """Treated as a read: the tool says so and its server is trusted. A destructive
+        claim needs no trust (it only ever adds caution), and MCP gives it no meaning for
+        a read-only tool."""
+        return self.read_only and self.trusted
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +158,32 @@ class McpToolResult:
     structured: dict[str, Any] | None = None
     is_error: bool = False
 
+    def bounded(self, head: int, tail: int, media_bytes: int) -> McpToolResult:
+        """This result within limits, as a shell command's output is: of all its text (text
+        parts, resources' text, structured content) the first `head` and last `tail`
+        characters, with a marker where the middle was cut and a closing note saying how
+        much; images past `media_bytes` (all of them together) as notes. Structured content
+        too long to keep whole is dropped, its JSON cut with the text when no text says it.
+        Nothing of the whole is kept, so it can be freed at once."""
+        content = list(self.content)
+        structured = self.structured
+        if structured is not None:
+            as_json = json.dumps(structured, ensure_ascii=False)
+            if len(as_json) > head + tail:
+                structured = None
+                if not any(isinstance(item, TextPart) for item in content):
+                    content.append(TextPart(as_json))
+        content, omitted = _cut_texts(content, head, tail)
+        content = _media_within(content, media_bytes)
+        if omitted:
+            content.append(
+                TextPart(
+                    f"[result truncated: {omitted} characters from the middle were left out; "
+                    "ask the tool for less at a time]"
+                )
+            )
+        return McpToolResult(tuple(content), structured, self.is_error)
+
     def model_parts(self) -> tuple[TextPart | ImagePart, ...]:
         """What the model reads: text and images as they are, resources as text (an image
         resource as the image), structured content as JSON when no text says it already."""
@@ -188,6 +224,70 @@ def _for_model(item: McpContent) -> TextPart | ImagePart:
             about = f": {item.description}" if item.description else ""
             kind = f" ({item.mime_type})" if item.mime_type else ""
             return TextPart(f"[resource link {item.name} {item.uri}{kind}{about}]")
+
+
+def _media_within(items: list[McpContent], budget: int) -> list[McpContent]:
+    """`items` with the images past `budget` decoded bytes (in order) replaced by notes."""
+    kept: list[McpContent] = []
+    for item in items:
+        match item:
+            case (
+                ImagePart(data=data, mime_type=mime)
+                | ResourceContent(mime_type=str(mime), blob=str(data))
+            ) if mime.startswith("image/"):
+                size = _base64_size(data)
+                if size > budget:
+                    kept.append(TextPart(f"[image ({mime}), {size} bytes: too large, not shown]"))
+                    continue
+                budget -= size
+        kept.append(item)
+    return kept
+
+
+def _base64_size(data: str) -> int:
+    """The bytes `data` (base64) decodes to, without decoding it."""
+    return len(data) * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
+
+
+def _cut_texts(items: list[McpContent], head: int, tail: int) -> tuple[list[McpContent], int]:
+    """Of the text of all `items` taken as one, the first `head` and the last `tail`
+    characters, with a marker in the item where the cut starts; items wholly inside the
+    cut are left out. Returns the items and how many characters were left out."""
+    total = sum(len(text) for item in items if (text := _text_of(item)) is not None)
+    if total <= head + tail:
+        return items, 0
+    omitted = total - head - tail
+    marker = f"\n[... {omitted} characters omitted ...]\n"
+    kept: list[McpContent] = []
+    position = 0
+    for item in items:
+        text = _text_of(item)
+        if text is None:
+            kept.append(item)
+            continue
+        item_start, position = position, position + len(text)
+        head_end = head - item_start  # this item's characters in the head
+        tail_start = total - tail - item_start  # where its characters in the tail begin
+        if head_end >= len(text) or tail_start <= 0:
+            kept.append(item)  # wholly in the head or the tail
+            continue
+        opening = marker if head_end >= 0 else ""  # the cut starts in this item
+        left = text[: max(0, head_end)] + opening + text[max(0, tail_start) :]
+        if left:
+            kept.append(_with_text(item, left))
+    return kept, omitted
+
+
+def _text_of(item: McpContent) -> str | None:
+    match item:
+        case TextPart(text=text) | ResourceContent(text=str(text)):
+            return text
+        case _:
+            return None
+
+
+def _with_text(item: McpContent, text: str) -> McpContent:
+    return replace(item, text=text) if isinstance(item, ResourceContent) else TextPart(text)
 
 
 def _decoded_size(data: str) -> int:

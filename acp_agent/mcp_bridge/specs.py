@@ -3,12 +3,17 @@
 A spec is neutral: the ACP layer translates the editor's `mcpServers` entries into specs, the
 config's `[mcp_servers.<name>]` tables become specs here, and `merge_specs` lets the
 session's entry win on a name clash.
+
+Only the config file can trust a server (`trusted = true`: its read-only annotations are
+believed). An editor's server never brings trust of its own: it is trusted only when it
+replaces a trusted config entry of its name that reaches the same place (the same command
+and args, or the same URL), so a project's settings cannot borrow a trusted name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from ..config import AgentConfig
@@ -30,6 +35,8 @@ class McpServerSpec:
     """http, sse: the endpoint."""
     headers: dict[str, str] = field(default_factory=dict)
     """http, sse: sent with every request."""
+    trusted: bool = False
+    """Its tools' read-only annotations are believed (the config says so)."""
 
     def problem(self) -> str | None:
         """Why this spec cannot be connected, or None."""
@@ -42,6 +49,15 @@ class McpServerSpec:
         if not self.url.startswith(("http://", "https://")):
             return f"{self.name}: {self.url!r} is not an http(s) URL"
         return None
+
+    def same_place(self, other: McpServerSpec) -> bool:
+        """Both start the same command line, or both reach the same URL."""
+        return (self.transport, self.command, self.args, self.url) == (
+            other.transport,
+            other.command,
+            other.args,
+            other.url,
+        )
 
     def describe(self) -> str:
         """Where the server is, for status lines (no headers or env: they may hold secrets)."""
@@ -61,6 +77,7 @@ def specs_from_config(config: AgentConfig) -> list[McpServerSpec]:
             env=dict(server.env),
             url=server.url,
             headers=dict(server.headers),
+            trusted=server.trusted,
         )
         for name, server in config.mcp_servers.items()
         if server.enabled
@@ -71,8 +88,12 @@ def merge_specs(
     configured: Iterable[McpServerSpec], given: Iterable[McpServerSpec]
 ) -> list[McpServerSpec]:
     """The configured servers with the session's (`given`) over them: a given server
-    replaces a configured one of the same name, in its place; new ones follow."""
+    replaces a configured one of the same name, in its place; new ones follow. A given
+    server is trusted only as the configured one it replaces, and only if it reaches the
+    same place."""
     merged = {spec.name: spec for spec in configured}
     for spec in given:
-        merged[spec.name] = spec
+        replaced = merged.get(spec.name)
+        trusted = replaced is not None and replaced.trusted and replaced.same_place(spec)
+        merged[spec.name] = replace(spec, trusted=trusted)
     return list(merged.values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -123,6 +124,9 @@ def decode_frame(line: bytes) -> Any:
 
     Strict UTF-8 and strict JSON: `NaN` and `Infinity` are not JSON, and a number that only
     fits a float as infinity (`1e999`) is refused too, so nothing we echo turns invalid.
+    A lone surrogate escape (`"\\ud800"`: JSON allows it, UTF-8 cannot encode it, so it
+    would fail wherever the text is written down) becomes U+FFFD, except in the message's
+    `id`, which its answer echoes; an escaped pair is the one character it stands for.
     Nesting past the recursion limit and integers past the digit limit cannot be read at
     all; like any unreadable line they are parse errors, never an escaping exception.
     """
@@ -133,7 +137,10 @@ def decode_frame(line: bytes) -> Any:
     except UnicodeDecodeError:
         raise RpcError(PARSE_ERROR, "parse error: the message is not UTF-8") from None
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return (
+            _without_lone_surrogates(value, top=True) if _SURROGATE_ESCAPE.search(text) else value
+        )
     except json.JSONDecodeError as exc:
         raise RpcError(PARSE_ERROR, f"parse error: {exc}") from None
     except _NotJson as exc:
@@ -163,6 +170,27 @@ NOT_JSON = (TypeError, ValueError, RecursionError)
 
 def _dump(message: Any, *, ensure_ascii: bool) -> str:
     return json.dumps(message, ensure_ascii=ensure_ascii, allow_nan=False, separators=(",", ":"))
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""How a surrogate gets into a frame: strict UTF-8 refuses raw ones, so only as an escape."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Left in decoded text, a surrogate is lone: `json` joins an escaped pair into one."""
+
+
+def _without_lone_surrogates(value: Any, *, top: bool = False) -> Any:
+    """`value` with U+FFFD for each lone surrogate in its strings, keys included; but a
+    message's own `id` stays as sent, or its answer would not find its way back."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            _SURROGATE.sub("\ufffd", k): v if top and k == "id" else _without_lone_surrogates(v)
+            for k, v in value.items()
+        }
+    return value
 
 
 def _refuse_constant(name: str) -> Any:

@@ -445,8 +445,8 @@ class SessionManager:
         results = open_call_results(session.history, [], INTERRUPTED_RESULT)
         if results is None:
             return
+        session_log.append(MessageRecord(results))  # stored first: memory holds only what was
         session.history.append(results)
-        session_log.append(MessageRecord(results))
         shown = {
             r.event.id
             for r in records
@@ -639,8 +639,8 @@ class SessionManager:
         if last.role != "user":
             earlier, last = [*earlier, last], Message("user", [TextPart("Go on.")])
         for message in earlier:
-            session.history.append(message)
             self._live.log(session.id).append(MessageRecord(message))
+            session.history.append(message)
         return await self._run_turn(session, last)
 
     async def _compact(self, session: Session, focus: str) -> TurnStopReason:

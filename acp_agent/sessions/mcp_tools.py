@@ -4,9 +4,15 @@ may not import each other.
 Each tool a ready server lists becomes an `McpTool`: the model sees it under its qualified
 name (`mcp__<server>__<tool>`) with the server's description and (repaired) input schema;
 the user sees `server: tool` with the raw input, progress as updates, and the result as text.
-Its annotations feed the permission policy: `readOnlyHint` makes it a read (runs without
-asking in `ask` mode, offered in `read-only`), `destructiveHint` makes it ask before every
-call in every mode but `bypass`, without an "always" option.
+A result is cut as a shell command's output is: the model reads the first and last
+characters of its text with a note of what was left out, images within the size a read file
+may have; the log and the editor get the same, never the whole.
+Its annotations are claims. Of a server the config trusts, `readOnlyHint` makes it a read
+(runs without asking in `ask` mode, offered in `read-only`, ACP kind `read` or `fetch`);
+any other server's tools are treated like commands (kind `other`: not offered in
+`read-only`, asking in `ask` and `accept-edits`, "always" remembered per tool), since a
+server could mark a writing tool read-only. `destructiveHint` holds for every server: it
+makes the tool ask before every call in every mode but `bypass`, without an "always" option.
 
     tools = {**builtin_tools(), **mcp_tools(hub)}   # per turn: the lists may have changed
 """
@@ -23,6 +29,8 @@ from pydantic import ConfigDict
 from ..mcp_bridge import McpError, McpHub, McpProgress, McpToolInfo, McpToolResult
 from ..messages import TextPart, ToolCallUpdated, ToolKind, ToolSpec
 from ..tools.base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+from ..tools.file_context import MAX_MEDIA_BYTES
+from ..tools.shell import MODEL_HEAD_CHARS, MODEL_TAIL_CHARS
 
 ERROR_WITHOUT_MESSAGE = "The tool reported an error without a message."
 
@@ -31,6 +39,7 @@ class McpArguments(ToolParams):
     """Whatever the model sent: the server validates its own arguments."""
 
     model_config = ConfigDict(extra="allow")
+    refuses_nul = False  # a NUL is valid JSON text, and no path of ours
 
 
 @dataclass
@@ -76,8 +85,8 @@ class McpTool(Tool[McpArguments]):
             name=info.qualified_name,
             kind=tool_kind(info),
             description=info.description,
-            read_only=info.read_only,
-            always_asks=info.destructive and not info.read_only,
+            read_only=info.changes_nothing,
+            always_asks=info.destructive and not info.changes_nothing,
         )
 
     def spec(self) -> ToolSpec:
@@ -111,13 +120,18 @@ def mcp_tools(hub: McpHub, calls: RunningCalls | None = None) -> dict[str, Tool[
 
 
 def tool_kind(info: McpToolInfo) -> ToolKind:
-    if info.read_only:
+    # An untrusted claim must not reach the editor either: clients approve `read` calls
+    # by kind on their own (acpx --approve-reads).
+    if info.changes_nothing:
         return "fetch" if info.open_world else "read"
     return "other"
 
 
 def outcome_of(result: McpToolResult) -> ToolOutcome:
-    """What the model and the user get; an `isError` result fails the call with its text."""
+    """What the model and the user get, bounded as a command's output is (the model, the
+    session's log and the editor all get the same head and tail); an `isError` result fails
+    the call with its text."""
+    result = result.bounded(MODEL_HEAD_CHARS, MODEL_TAIL_CHARS, MAX_MEDIA_BYTES)
     text = result.text
     if result.is_error:
         raise ToolFailed(text if result.content or result.structured else ERROR_WITHOUT_MESSAGE)

@@ -12,10 +12,10 @@ import os.path
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..messages import (
     Elicitation,
@@ -175,6 +175,34 @@ class ToolOutcome:
 
 class ToolParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    refuses_nul: ClassVar[bool] = True
+    """Paths and commands cannot hold a NUL byte (the OS raises deep inside a tool) and the
+    built-in tools handle text: an argument with one is refused, by name, before any use."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul_byte(cls, data: Any) -> Any:
+        if cls.refuses_nul and (where := _nul_at(data, "")) is not None:
+            raise ValueError(f"{where or 'an argument'} contains a NUL byte (\\x00)")
+        return data
+
+
+def _nul_at(value: Any, where: str) -> str | None:
+    """The dotted path of the first string in `value` holding a NUL, or None."""
+    if isinstance(value, str):
+        return where if "\0" in value else None
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _nul_at(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 P = TypeVar("P", bound=ToolParams)

@@ -507,7 +507,8 @@ async def test_permissions_follow_the_tools_annotations_in_each_mode(
     fake_llm: FakeLLM, env: dict[str, str], agent_stderr: Path, workspace: Path, tmp_path: Path
 ) -> None:
     mark = new_mark()
-    config = config_for(tmp_path, fake_llm, servers={"box": stdio_table(mark=mark)})
+    trusted = {**stdio_table(mark=mark), "trusted": True}  # its readOnlyHint is believed
+    config = config_for(tmp_path, fake_llm, servers={"box": trusted})
     asked: dict[str, list[tuple[str, list[str]]]] = {}
     async with running_agent(env, agent_stderr, workspace, config) as (conn, _, client):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
@@ -576,7 +577,8 @@ async def test_results_reach_the_model_and_the_editor_and_is_error_fails_the_cal
     fake_llm: FakeLLM, env: dict[str, str], agent_stderr: Path, workspace: Path, tmp_path: Path
 ) -> None:
     mark = new_mark()
-    config = config_for(tmp_path, fake_llm, servers={"box": stdio_table(mark=mark)})
+    trusted = {**stdio_table(mark=mark), "trusted": True}  # echo's kind is `read`
+    config = config_for(tmp_path, fake_llm, servers={"box": trusted})
     async with running_agent(env, agent_stderr, workspace, config) as (conn, _, client):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         sid = session.session_id

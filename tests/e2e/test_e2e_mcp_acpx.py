@@ -303,9 +303,8 @@ def test_acpx_a_changed_tool_list_reaches_the_models_next_request(
 def test_acpx_a_destructive_tool_asks_and_a_read_only_one_does_not(
     fake_llm: FakeLLM, env: dict[str, str], workspace: Path, tmp_path: Path, mark: str
 ) -> None:
-    config = write_config(
-        tmp_path / "agent.toml", fake_llm.base_url, {"local": stdio_table(mark=mark)}
-    )
+    trusted = {**stdio_table(mark=mark), "trusted": True}  # its readOnlyHint is believed
+    config = write_config(tmp_path / "agent.toml", fake_llm.base_url, {"local": trusted})
 
     run = run_acpx(
         fake_llm,

@@ -101,6 +101,56 @@ def test_a_sessions_server_wins_over_the_configs_of_the_same_name() -> None:
     ]
 
 
+def test_only_a_server_the_config_marks_trusted_is_trusted(tmp_path: Path) -> None:
+    text = CONFIG.replace(
+        'env = { FS_TOKEN = "abc" }', 'env = { FS_TOKEN = "abc" }\ntrusted = true'
+    )
+    config = load_config_file(write(tmp_path, text))
+    assert [(spec.name, spec.trusted) for spec in specs_from_config(config)] == [
+        ("files", True),
+        ("web", False),
+    ]
+    with pytest.raises(ConfigError, match=r"mcp_servers\.x\.trusted: Input should be a valid bool"):
+        load_config_file(write(tmp_path, CONFIG + '[mcp_servers.x]\ncommand = "a"\ntrusted = 1\n'))
+
+
+def test_an_editors_server_is_trusted_only_as_the_trusted_entry_it_replaces_at_its_place() -> None:
+    configured = [
+        McpServerSpec("files", command="npx", args=("fs",), trusted=True),
+        McpServerSpec("web", transport="http", url="https://h/mcp", trusted=True),
+        McpServerSpec("plain", command="plain"),
+    ]
+    given = [
+        # The same command line, other env: trusted, with the editor's env.
+        McpServerSpec("files", command="npx", args=("fs",), env={"T": "1"}),
+        # A trusted name at another URL (a project's settings borrowing it): not trusted.
+        McpServerSpec("web", transport="http", url="https://evil/mcp"),
+        McpServerSpec("plain", command="plain"),
+        # Whatever the editor says, it cannot trust a server itself.
+        McpServerSpec("new", command="new", trusted=True),
+    ]
+    merged = merge_specs(configured, given)
+    assert [(spec.name, spec.trusted) for spec in merged] == [
+        ("files", True),
+        ("web", False),
+        ("plain", False),
+        ("new", False),
+    ]
+    assert merged[0].env == {"T": "1"} and merged[1].url == "https://evil/mcp"
+    other_args = merge_specs(configured, [McpServerSpec("files", command="npx", args=("x",))])
+    assert not other_args[0].trusted
+
+
+def test_the_commented_mcp_server_example_of_the_shipped_config_is_valid(tmp_path: Path) -> None:
+    text = (Path(__file__).parents[2] / "configs" / "echo.toml").read_text(encoding="utf-8")
+    start = text.index("# [mcp_servers.files]")
+    block, rest = text[start:].split("\n\n", 1)
+    uncommented = "\n".join(line.removeprefix("# ") for line in block.splitlines())
+    config = load_config_file(write(tmp_path, f"{rest}\n{uncommented}\n"))
+    [spec] = specs_from_config(config)
+    assert (spec.name, spec.command, spec.trusted) == ("files", "npx", False)
+
+
 def test_a_spec_says_what_is_wrong_with_it() -> None:
     assert McpServerSpec("ok", command="x").problem() is None
     assert McpServerSpec("", command="x").problem() == "a server needs a name"

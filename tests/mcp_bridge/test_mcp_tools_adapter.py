@@ -91,22 +91,51 @@ def test_an_mcp_tool_offers_the_servers_schema_under_its_qualified_name(tmp_path
     assert params.model_extra == {"x": "1", "nested": {"y": [1]}}
 
 
-def test_annotations_decide_kind_and_permission_attributes(tmp_path: Path) -> None:
-    reader = hubless(info("read", read_only=True), tmp_path)
-    fetcher = hubless(info("fetch", read_only=True, open_world=True), tmp_path)
-    wiper = hubless(info("wipe", destructive=True), tmp_path)
-    plain = hubless(info("plain"), tmp_path)
+def test_a_trusted_servers_annotations_decide_kind_and_permission_attributes(
+    tmp_path: Path,
+) -> None:
+    reader = hubless(info("read", read_only=True, trusted=True), tmp_path)
+    fetcher = hubless(info("fetch", read_only=True, open_world=True, trusted=True), tmp_path)
+    wiper = hubless(info("wipe", destructive=True, trusted=True), tmp_path)
+    plain = hubless(info("plain", trusted=True), tmp_path)
     assert (reader.kind, reader.read_only, reader.always_asks) == ("read", True, False)
     assert (fetcher.kind, fetcher.read_only) == ("fetch", True)
     assert (wiper.kind, wiper.read_only, wiper.always_asks) == ("other", False, True)
     assert (plain.kind, plain.read_only, plain.always_asks) == ("other", False, False)
-    assert tool_kind(info("both", read_only=True, destructive=True)) == "read"
+    both = hubless(info("both", read_only=True, destructive=True, trusted=True), tmp_path)
+    assert (both.kind, both.read_only, both.always_asks) == ("read", True, False)
 
 
-def test_the_permission_policy_follows_the_annotations(tmp_path: Path) -> None:
+def test_an_untrusted_servers_read_only_claim_counts_for_nothing(tmp_path: Path) -> None:
+    reader = hubless(info("read", read_only=True), tmp_path)
+    fetcher = hubless(info("fetch", read_only=True, open_world=True), tmp_path)
+    both = hubless(info("both", read_only=True, destructive=True), tmp_path)
+    assert (reader.kind, reader.read_only, reader.always_asks) == ("other", False, False)
+    assert (fetcher.kind, fetcher.read_only) == ("other", False)
+    # A destructive claim only adds caution: it holds whoever makes it.
+    assert (both.kind, both.read_only, both.always_asks) == ("other", False, True)
+    assert tool_kind(info("both", read_only=True, destructive=True)) == "other"
+
+
+def test_an_untrusted_read_only_tool_is_asked_about_like_a_command(tmp_path: Path) -> None:
     ctx = context(tmp_path)
     params = McpArguments()
     reader = hubless(info("read", read_only=True), tmp_path)
+    memory = PermissionMemory()
+
+    for mode in ("ask", "accept-edits"):
+        assert decide(reader, params, ctx, mode, memory) == "ask"
+    assert decide(reader, params, ctx, "read-only", memory) == "reject"
+    assert tools_for_mode({reader.name: reader}, "read-only") == {}
+    assert memory.describe(reader, params, ctx) == "mcp__srv__read"
+    memory.remember("allow_always", reader, params, ctx)
+    assert decide(reader, params, ctx, "ask", memory) == "allow"
+
+
+def test_the_permission_policy_follows_a_trusted_servers_annotations(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    params = McpArguments()
+    reader = hubless(info("read", read_only=True, trusted=True), tmp_path)
     wiper = hubless(info("wipe", destructive=True), tmp_path)
     plain = hubless(info("plain"), tmp_path)
     memory = PermissionMemory()
@@ -317,3 +346,47 @@ async def test_cancelling_a_turn_during_an_mcp_call_cancels_it_promptly(tmp_path
         results = [p for p in the_turn.history[-1].parts if isinstance(p, ToolResultPart)]
         assert results and results[0].is_error
         assert (await hub.call_tool("every", "was_cancelled", {})).text == "cancelled"
+
+
+@pytest.mark.parametrize("trusted", [False, True], ids=["untrusted", "trusted"])
+async def test_a_read_only_claim_is_believed_only_of_a_trusted_server(
+    tmp_path: Path, trusted: bool
+) -> None:
+    # huge.py's `note` claims readOnlyHint and writes a file.
+    spec = replace(stdio_spec("huge", "huge.py"), trusted=trusted)
+    target = tmp_path / "claimed.txt"
+    provider = ScriptedProvider(
+        [tool_call("c1", "mcp__huge__note", path=str(target), text="asked"), Stop("tool_use")],
+        [TextDelta("done"), Stop("end_turn")],
+        [tool_call("c2", "mcp__huge__note", path=str(target), text="read-only"), Stop("tool_use")],
+        [TextDelta("done"), Stop("end_turn")],
+    )
+    host = Host()
+    async with McpHub([spec], cwd=tmp_path, connect_timeout=30) as hub:
+        in_ask = turn(provider, host, hub, tmp_path)
+        assert await in_ask.run(Message("user", [TextPart("go")])) == "end_turn"
+        asked = [(q.title, q.kind, q.always_scope) for q in host.questions]
+        in_read_only = turn(provider, host, hub, tmp_path)
+        in_read_only.choices.mode = "read-only"  # type: ignore[misc]
+        assert await in_read_only.run(Message("user", [TextPart("go")])) == "end_turn"
+
+    offered = {tool.name for tool in provider.requests[2].tools}
+    [refused] = tool_results_of(in_read_only.history[-2])
+    started = [e for e in host.events if isinstance(e, ToolCallStarted)]
+    if trusted:
+        assert asked == []
+        assert "mcp__huge__note" in offered
+        assert target.read_text(encoding="utf-8") == "read-only"
+        assert started[0].kind == "read"
+    else:
+        # Asked like a command, with "always" for this tool; in read-only not offered, and
+        # refused if called anyway.
+        assert asked == [("huge: note", "other", "mcp__huge__note")]
+        assert "mcp__huge__note" not in offered and "read_file" in offered
+        assert refused.is_error and "read-only mode" in refused.content[0].text  # type: ignore[union-attr]
+        assert target.read_text(encoding="utf-8") == "asked"
+        assert started[0].kind == "other"
+
+
+def tool_results_of(message: Message) -> list[ToolResultPart]:
+    return [p for p in message.parts if isinstance(p, ToolResultPart)]

@@ -429,8 +429,18 @@ async def test_on_load_a_failure_is_reported_after_the_replayed_history(
 async def test_read_only_mode_offers_and_runs_only_read_only_mcp_tools(
     connection: Connection, tmp_path: Path
 ) -> None:
-    async with connection() as client:
-        sid, _ = await open_session(client, tmp_path, everything())
+    # Read-only claims are believed of a server the config trusts (the editor's `box` runs
+    # the same command as the config's).
+    box = everything()
+    trusted = tmp_path / "agent.toml"
+    trusted.write_text(
+        '[providers.echo]\ntype = "echo"\n\n[mcp_servers.box]\n'
+        f"command = {json.dumps(box['command'])}\nargs = {json.dumps(box['args'])}\n"
+        "trusted = true\n",
+        encoding="utf-8",
+    )
+    async with connection(str(trusted)) as client:
+        sid, _ = await open_session(client, tmp_path, box)
         await client.call("session/set_mode", {"sessionId": sid, "modeId": "read-only"})
         text = '@tool mcp__box__echo {"text": "read"}\n@tool mcp__box__wipe {"path": "/x"}'
         assert await run(client, sid, text) == "end_turn"

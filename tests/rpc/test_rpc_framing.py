@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_agent.rpc.framing import read_lines
+from acp_agent.rpc.framing import decode_frame, encode_frame, read_lines
 
 pytestmark = pytest.mark.anyio
 
@@ -90,3 +90,30 @@ async def test_the_limit_holds_however_the_line_is_chunked() -> None:
 
 async def test_an_over_limit_final_unterminated_line_is_one_empty_frame() -> None:
     assert await lines(b'{"a":1}\n' + b"z" * 40, max_bytes=16) == [b'{"a":1}', b""]
+
+
+# --- lone surrogates --------------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_escape_decodes_to_the_replacement_character() -> None:
+    frame = rb'{"text": "a\ud800b", "\udfff": ["x\ude00"], "n": 1}'
+    assert decode_frame(frame) == {"text": "a\ufffdb", "\ufffd": ["x\ufffd"], "n": 1}
+
+
+def test_an_escaped_surrogate_pair_decodes_to_its_one_character() -> None:
+    assert decode_frame(rb'{"text": "\ud83d\ude00 \uD83D\uDE00"}') == {
+        "text": "\U0001f600 \U0001f600"
+    }
+
+
+def test_a_pair_in_the_wrong_order_is_two_replacement_characters() -> None:
+    assert decode_frame(rb'["\ude00\ud83d"]') == ["\ufffd\ufffd"]
+
+
+def test_an_escaped_backslash_before_u_d800_stays_text() -> None:
+    assert decode_frame(rb'["\\ud800"]') == ["\\ud800"]
+
+
+def test_a_decoded_frame_always_encodes_as_utf_8() -> None:
+    value = decode_frame(rb'{"a": ["\ud800", {"\udbff": "\udc00"}]}')
+    assert encode_frame(value).decode("utf-8") == '{"a":["\ufffd",{"\ufffd":"\ufffd"}]}\n'

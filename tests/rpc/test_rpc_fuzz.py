@@ -162,6 +162,18 @@ def is_id(value: Any) -> bool:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
+def as_read(value: Any) -> Any:
+    """`value` as the endpoint reads it: a surrogate left alone by JSON (a pair is one
+    character) is U+FFFD, as UTF-16 decoding with replacement makes it."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [as_read(item) for item in value]
+    if isinstance(value, dict):
+        return {as_read(key): as_read(item) for key, item in value.items()}
+    return value
+
+
 def answer_for(message: Any) -> Outcome:
     """What JSON-RPC 2.0 says a peer must answer to this message (batches unsupported)."""
     if not isinstance(message, dict):  # a batch, empty or not, or a bare value
@@ -177,7 +189,7 @@ def answer_for(message: Any) -> Outcome:
     if "id" not in message:
         return None  # a notification
     if method == "echo":
-        return result(request_id, message.get("params"))
+        return result(request_id, as_read(message.get("params")))
     return error(request_id, HANDLER_ERRORS.get(method, -32601))
 
 
