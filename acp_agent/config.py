@@ -347,14 +347,14 @@ class PluginProviderConfig(_Strict):
                 f"unknown provider type {provider_type!r}; {_valid_types(provider_type)}"
             )
         try:
-            plugin = plugins.load(provider_type)
+            model = _plugin_model(provider_type)
         except plugins.PluginError as exc:
             broken = BrokenPluginConfig.model_validate(data)
             broken._load_error = str(exc)
             return broken
-        if plugin.config_model is None:
+        if model is PluginProviderConfig:
             return handler(data)
-        return plugin.config_model.model_validate(data)
+        return model.model_validate(data)
 
     @property
     def load_error(self) -> str | None:
@@ -381,6 +381,39 @@ class BrokenPluginConfig(PluginProviderConfig):
     @property
     def load_error(self) -> str | None:
         return self._load_error
+
+
+def _plugin_model(provider_type: str) -> type[PluginProviderConfig]:
+    """The model the plugin of `provider_type` has its sections validated with: its
+    `config_model`, else `PluginProviderConfig`.
+
+    Raises `plugins.PluginError` when the plugin cannot be loaded or its `config_model` is
+    no `PluginProviderConfig`.
+    """
+    from . import plugins
+
+    # As the plugin gave it: `ProviderPlugin`'s annotation is a promise plugins may break.
+    model: object = plugins.load(provider_type).config_model
+    if model is None:
+        return PluginProviderConfig
+    if isinstance(model, type) and issubclass(model, PluginProviderConfig):
+        return model
+    installed = plugins.find(provider_type)
+    origin = installed.origin if installed is not None else repr(provider_type)
+    raise plugins.PluginError(
+        f"plugin {origin}: config_model must be a subclass of acp_agent.config.PluginProviderConfig"
+    )
+
+
+def _plugin_model_or_base(provider_type: str) -> type[PluginProviderConfig]:
+    """`_plugin_model`, or the base model when the plugin cannot be used: the keys an error
+    message suggests."""
+    from . import plugins
+
+    try:
+        return _plugin_model(provider_type)
+    except plugins.PluginError:
+        return PluginProviderConfig
 
 
 BUILTIN_PROVIDER_TYPES: dict[str, str] = {
@@ -692,7 +725,10 @@ def load_config_file(path: Path) -> AgentConfig:
     except ValidationError as exc:
         from ._config_errors import describe_validation_error
 
-        raise ConfigError(describe_validation_error(path, exc, data)) from None
+        message = describe_validation_error(
+            path, exc, data, root=AgentConfig, plugin_model=_plugin_model_or_base
+        )
+        raise ConfigError(message) from None
     return config
 
 

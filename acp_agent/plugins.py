@@ -8,15 +8,17 @@ and its object is the plugin: anything with
   `acp_agent.providers.create_provider` makes the built-in ones (it wraps the result in the
   same retries);
 - optionally `config_model`: a subclass of `acp_agent.config.PluginProviderConfig` with the
-  plugin's own settings (described pydantic fields; unknown keys are errors as everywhere).
+  plugin's own settings (described pydantic fields; unknown keys are errors as everywhere);
+  `config.py`, which validates the plugin's section with it, checks that it is one.
 
 `ProviderPlugin` below is one such object; a module with a `create` function is another.
 A plugin is imported only when a configuration names its type. One that fails to import
 (or lacks `create`) is reported: the configuration still loads, its providers' models say
 why they cannot be used, and every other provider works (see CONTRIBUTING.md).
 
-Lives on the ground floor beside `config.py`, which needs a plugin's `config_model` to
-validate its section; it imports nothing of the rooms above.
+Lives on the ground floor with `config.py`, which imports it: config needs a plugin's
+`config_model` to validate its section. It imports nothing of ours (config's and the
+providers' types for annotations only), so no import circle runs through it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class InstalledPlugin:
     def module(self) -> str:
         return self.value.partition(":")[0].strip()
 
+    @property
+    def origin(self) -> str:
+        """The object and its package, as error messages name a plugin."""
+        return f"{self.value} (from {self.distribution or 'an unknown package'})"
+
 
 class PluginError(Exception):
     """A plugin that cannot be used; the message says which package and why."""
@@ -89,7 +96,8 @@ def load(provider_type: str) -> ProviderPlugin:
     """The plugin for `provider_type`, imported on first use (once per process).
 
     Raises `PluginError` when no package declares the type, or when its plugin fails to
-    import or does not look like one; the error is remembered, not retried.
+    import or has no `create`; the error is remembered, not retried. Its `config_model` is
+    as the plugin gave it (`config.py` checks it).
     """
     with _lock:
         cached = _loaded.get(provider_type)
@@ -107,27 +115,16 @@ def _import(provider_type: str) -> ProviderPlugin | PluginError:
     entry = next(iter(entry_points(group=ENTRY_POINT_GROUP, name=provider_type)), None)
     if entry is None:
         return PluginError(f"no installed package provides the provider type {provider_type!r}")
-    plugin = _describe(entry)
-    where = f"{plugin.value} (from {plugin.distribution or 'an unknown package'})"
+    where = _describe(entry).origin
     try:
         target = entry.load()
     except Exception as exc:  # whatever a broken package raises on import
         log.warning("provider plugin %r failed to load: %s", provider_type, exc, exc_info=True)
         return PluginError(f"plugin {where} failed to load: {type(exc).__name__}: {exc}")
     create = getattr(target, "create", None)
-    config_model = getattr(target, "config_model", None)
     if not callable(create):
         return PluginError(f"plugin {where} has no create(name, config, env) function")
-    from .config import PluginProviderConfig
-
-    if config_model is not None and not (
-        isinstance(config_model, type) and issubclass(config_model, PluginProviderConfig)
-    ):
-        return PluginError(
-            f"plugin {where}: config_model must be a subclass of "
-            "acp_agent.config.PluginProviderConfig"
-        )
-    return ProviderPlugin(create=create, config_model=config_model)
+    return ProviderPlugin(create=create, config_model=getattr(target, "config_model", None))
 
 
 def _describe(entry: EntryPoint) -> InstalledPlugin:

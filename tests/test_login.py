@@ -13,8 +13,8 @@ import httpx
 import pytest
 import respx
 
-from acp_agent import login
 from acp_agent.cli import main
+from acp_agent.commands import login
 from acp_agent.credentials import CredentialStore, credentials_path
 
 KEY = "sk-login-0123456789abcdef0123"

@@ -216,6 +216,33 @@ async def test_a_broken_plugin_is_reported_and_the_other_providers_still_work(
     assert "cannot be used: plugin broken_plugin:plugin" in format_report(report)
 
 
+@pytest.mark.anyio
+async def test_a_plugin_whose_config_model_is_no_plugin_config_is_reported_as_broken(
+    site: Path, tmp_path: Path
+) -> None:
+    (site / "broken_plugin.py").write_text(
+        "from pydantic import BaseModel\n\n\n"
+        "class Settings(BaseModel):\n    greeting: str = 'hi'\n\n\n"
+        "def create(name, config, env):\n    raise AssertionError('never created')\n\n\n"
+        "config_model = Settings\n"
+    )
+    install_on_path(site, demo="broken_plugin")
+
+    config = load_config(str(write_config(tmp_path, DEMO_CONFIG)), {})
+    with pytest.raises(ProviderError) as caught:
+        await collect(create_provider("hello", config.providers["hello"], {}))
+    echoed = await collect(
+        create_provider("offline", config.providers["offline"], {}),
+        ModelRequest("echo", "", [Message("user", [TextPart("hi")])]),
+    )
+
+    assert (
+        "hello: cannot be used: plugin broken_plugin (from acp-agent-demo-provider 0.1.0): "
+        "config_model must be a subclass of acp_agent.config.PluginProviderConfig"
+    ) in str(caught.value)
+    assert echoed[-1] == Stop("end_turn")
+
+
 def test_models_lists_installed_plugin_types(site: Path, tmp_path: Path) -> None:
     install_on_path(site)
 

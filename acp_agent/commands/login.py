@@ -25,12 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .credentials import CredentialsError, CredentialStore, credentials_path
+from ..credentials import CredentialsError, CredentialStore, credentials_path
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from .config import AgentConfig
+    from ..config import AgentConfig
 
     Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -163,7 +163,7 @@ def logout_command(args: argparse.Namespace, env: Mapping[str, str] | None = Non
 def _candidates(config_option: str | None, env: Mapping[str, str]) -> list[Candidate]:
     """The configured providers that take a key; without a config file, openai and
     anthropic (at the base URLs the environment names, as the agent would use them)."""
-    from .paths import config_path
+    from ..paths import config_path
 
     path = config_path(config_option, env)
     if path is None:
@@ -179,7 +179,7 @@ def _candidates(config_option: str | None, env: Mapping[str, str]) -> list[Candi
                 "ANTHROPIC_API_KEY",
             ),
         ]
-    from .config import ConfigError, load_config
+    from ..config import ConfigError, load_config
 
     try:
         config = load_config(path, env)
