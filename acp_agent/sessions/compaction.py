@@ -59,7 +59,7 @@ from ..providers import ContextWindowError, ModelRequest, ProviderError
 from ..providers.usage import Reading, UsageMeter
 from .records import CompactionRecord, EventRecord, UsageRecord
 from .session import Session
-from .store import SessionLog
+from .store import LogWriter
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class Compactor:
     """
 
     def __init__(
-        self, session: Session, log: SessionLog, policy: CompactionPolicy, emit: Emit
+        self, session: Session, log: LogWriter, policy: CompactionPolicy, emit: Emit
     ) -> None:
         self.session = session
         self._log = log

@@ -10,6 +10,11 @@
 
 A `RecordError` while reading a log is not fatal: the reader skips that line with a
 warning and the session loads without it. Only a bad header makes a whole log unloadable.
+
+What the session manager raises besides (the agent turns them into JSON-RPC errors):
+
+    UnknownSession (LookupError)   no live session by that id, and none stored
+    ChoiceError (ValueError)       a choice the session cannot take
 """
 
 from __future__ import annotations
@@ -49,11 +54,23 @@ class RecordError(StoreError):
     """A record that cannot be encoded, or a line that cannot be decoded into one."""
 
 
+class UnknownSession(LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"unknown session {session_id!r}")
+        self.session_id = session_id
+
+
+class ChoiceError(ValueError):
+    """A choice the session cannot take; the message says which values it can."""
+
+
 __all__ = [
+    "ChoiceError",
     "RecordError",
     "SessionCorrupt",
     "SessionExists",
     "SessionLocked",
     "SessionNotFound",
     "StoreError",
+    "UnknownSession",
 ]

@@ -1,12 +1,16 @@
 """The sessions open in this process: a bounded set, the least recently used idle ones let go.
 
 Every live session holds its log open (a descriptor, and the log's one-writer lock) and
-its MCP server connections. Past `limit` live sessions, the least recently used idle one
-(no turn running or queued, no work beside the turns, no request using it) is let go: the
-manager closes it as `session/close` does and it is parked here with what opening it again
-needs (its roots, the MCP servers its editor gave, its prompt queue's tickets, the commands
-the editor was shown). When the client uses a parked id, the manager opens it again from
-the store, and the client sees no difference but the time that takes.
+its MCP server connections. Its entry here, `Live`, is the log's one owner: it takes the
+log as it is opened and alone closes it; whoever writes to it (the turn runner and its
+recorder, compaction, the lifecycle, commands and choices) is handed `Live.writer`.
+
+Past `limit` live sessions, the least recently used idle one (no turn running or queued,
+no work beside the turns, no request using it) is let go: the lifecycle closes it as
+`session/close` does and it is parked here with what opening it again needs (its roots,
+the MCP servers its editor gave, its prompt queue's tickets, the commands the editor was
+shown). When the client uses a parked id, the lifecycle opens it again from the store,
+and the client sees no difference but the time that takes.
 
 A prompt or cancel read while its session is parked works on the parked tickets, so the
 prompt keeps its place and the cancel its reach (ARCHITECTURE rule 10).
@@ -23,9 +27,10 @@ from pathlib import Path
 import anyio
 
 from ..mcp_bridge import McpServerSpec
-from ..messages import CommandInfo
+from ..messages import CommandInfo, Message
+from .records import MessageRecord
 from .session import PromptTickets, Session
-from .store import SessionLog
+from .store import LogWriter, SessionLog
 
 
 @dataclass
@@ -43,11 +48,27 @@ class Parked:
 
 @dataclass
 class Live:
+    """A session in this process and its open log, which this entry owns."""
+
     session: Session
-    log: SessionLog
-    mcp_servers: tuple[McpServerSpec, ...]
+    _log: SessionLog = field(repr=False)
+    mcp_servers: tuple[McpServerSpec, ...] = ()
     """The servers the editor gave (the config's are added when connecting)."""
     uses: int = 0
+
+    @property
+    def writer(self) -> LogWriter:
+        return self._log
+
+    def keep(self, message: Message) -> None:
+        """`message` joins the history, stored first: memory holds only what was stored."""
+        self._log.append(MessageRecord(message))
+        self.session.history.append(message)
+
+    def close(self) -> None:
+        """Close the log: nothing is written to it afterwards, and another process may
+        open it."""
+        self._log.close()
 
 
 class LiveSessions:
@@ -62,15 +83,11 @@ class LiveSessions:
     def __iter__(self) -> Iterator[Live]:
         return iter(list(self._live.values()))
 
-    def get(self, session_id: str) -> Session | None:
-        entry = self._live.get(session_id)
-        return entry.session if entry is not None else None
+    def get(self, session_id: str) -> Live | None:
+        return self._live.get(session_id)
 
-    def log(self, session_id: str) -> SessionLog:
-        return self._live[session_id].log
-
-    def add(self, session: Session, log: SessionLog, mcp_servers: Sequence[McpServerSpec]) -> None:
-        self._live[session.id] = Live(session, log, tuple(mcp_servers))
+    def add(self, entry: Live) -> None:
+        self._live[entry.session.id] = entry
 
     def set_servers(self, session_id: str, mcp_servers: Sequence[McpServerSpec]) -> None:
         self._live[session_id].mcp_servers = tuple(mcp_servers)

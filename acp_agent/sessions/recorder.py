@@ -21,7 +21,7 @@ from ..messages import (
     TurnEvent,
 )
 from .records import EventRecord, MessageRecord
-from .store import SessionLog
+from .store import LogWriter
 
 Chunk = MessageChunk | ThoughtChunk
 RUN_SECONDS = 1.0
@@ -30,7 +30,7 @@ they carry the same message id)."""
 
 
 class TurnRecorder:
-    def __init__(self, log: SessionLog) -> None:
+    def __init__(self, log: LogWriter) -> None:
         self._log = log
         self._run: Chunk | None = None
         """The first chunk of the run of text being gathered."""

@@ -46,7 +46,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -362,6 +362,22 @@ class SessionStore:
         return summary
 
 
+class LogWriter(Protocol):
+    """What writing to an open session log takes: everything but opening and closing it,
+    which its one owner does (the session's entry in `live.py`)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def append(self, record: Record) -> None: ...
+
+    async def sync(self) -> None: ...
+
+    async def update_summary(
+        self, *, title: str | None = None, updated_at: str | None = None
+    ) -> SessionSummary: ...
+
+
 class SessionLog:
     """An open log: appends from one event-loop thread, one line per record."""
 
@@ -616,6 +632,7 @@ __all__ = [
     "APP_NAME",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "LogWriter",
     "SessionLog",
     "SessionStore",
     "SessionSummary",

@@ -45,7 +45,7 @@ from .records import (
 )
 from .servers import McpServers
 from .session import Session
-from .store import SessionLog
+from .store import LogWriter
 from .titles import TITLE_SECONDS, first_prompt_text, first_prompt_title, generated_title
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class TurnRunner:
         self._env = env
         self._background = background
 
-    async def run(self, session: Session, log: SessionLog, message: Message) -> TurnStopReason:
+    async def run(self, session: Session, log: LogWriter, message: Message) -> TurnStopReason:
         # An unknown model or a provider that fails to load fails the prompt before it
         # joins the history.
         await self.model_setup(session)
@@ -119,7 +119,7 @@ class TurnRunner:
         return stop
 
     def _record_turn_end(
-        self, session: Session, log: SessionLog, stop: TurnStopReason, remembered: Any
+        self, session: Session, log: LogWriter, stop: TurnStopReason, remembered: Any
     ) -> None:
         reading = session.usage.last
         log.append(
@@ -134,7 +134,7 @@ class TurnRunner:
             log.append(PermissionsRecord(tuple(memory["allowed"]), tuple(memory["rejected"])))
         log.append(TurnEndRecord(stop, utc_now()))
 
-    async def _after_turn(self, session: Session, log: SessionLog, channel: SessionChannel) -> None:
+    async def _after_turn(self, session: Session, log: LogWriter, channel: SessionChannel) -> None:
         """The first turn names the session (and has the title model name it better, beside
         the turns); every turn marks it as active now."""
         if session.title is None and (title := first_prompt_title(session.history)) is not None:
@@ -147,7 +147,7 @@ class TurnRunner:
             await log.update_summary()
 
     async def _write_title(
-        self, session: Session, log: SessionLog, channel: SessionChannel, prompt: str
+        self, session: Session, log: LogWriter, channel: SessionChannel, prompt: str
     ) -> None:
         assert self._config.title_model is not None
         choice, _, model = self._config.find_model(self._config.title_model)
@@ -205,7 +205,7 @@ class TurnRunner:
             return None
         return session.thought_level or model.thought_level
 
-    async def compact(self, session: Session, log: SessionLog, focus: str) -> bool:
+    async def compact(self, session: Session, log: LogWriter, focus: str) -> bool:
         """The older turns summarised now (`/compact [focus]`); False when there was nothing
         to summarise."""
         setup = await self.model_setup(session)
@@ -220,7 +220,7 @@ class TurnRunner:
                 await log.sync()
         return outcome != "nothing"
 
-    def _compactor(self, session: Session, log: SessionLog, emit: Emit) -> Compactor:
+    def _compactor(self, session: Session, log: LogWriter, emit: Emit) -> Compactor:
         policy = CompactionPolicy(
             self._config.compaction_threshold, self._config.compaction_keep_turns
         )
@@ -272,7 +272,7 @@ class _TurnHost:
             self.recorder.observe(event)
 
 
-async def _retitle(session: Session, log: SessionLog, channel: SessionChannel, title: str) -> None:
+async def _retitle(session: Session, log: LogWriter, channel: SessionChannel, title: str) -> None:
     session.title = title
     log.append(TitleRecord(title))
     summary = await log.update_summary(title=title)

@@ -16,6 +16,7 @@ from acp_agent.messages import (
     ImagePart,
     Message,
     Part,
+    ResourceLinkPart,
     TextPart,
     ToolCallStarted,
     ToolCallUpdated,
@@ -80,6 +81,30 @@ def test_the_version_1_fixture_loads_to_the_expected_records(tmp_path: Path) -> 
     (tmp_path / "sessions").mkdir()
     shutil.copy(FIXTURE_V1, tmp_path / "sessions" / f"{FIXTURE_V1_ID}.jsonl")
     assert store.read(FIXTURE_V1_ID) == V1_RECORDS
+
+
+def test_every_version_1_fixture_line_is_written_again_as_the_same_json_object() -> None:
+    # Compared as JSON objects (with their keys sorted), not byte for byte: the writer
+    # orders keys as the dataclass declares its fields, which the hand-written version 1
+    # writer did not for four types (a tool call started, a diff, a terminal stream,
+    # usage). Types are compared too: `true` is not `1`, `1.0` is not `1`.
+    def canonical(line: str | bytes) -> str:
+        return json.dumps(json.loads(line), sort_keys=True, ensure_ascii=False)
+
+    lines = FIXTURE_V1.read_bytes().splitlines()
+    assert len(lines) == len(V1_RECORDS)
+    for line in lines:
+        assert canonical(encode(decode(line))) == canonical(line)
+
+
+def test_a_mentions_embedded_text_and_none_fields_are_not_written() -> None:
+    link = ResourceLinkPart("file:///w/a.py", "a.py", embedded_text="the editor's copy")
+    line = encode(MessageRecord(Message("user", [link])))
+    assert "embedded_text" not in line
+    assert "null" not in line
+    assert decode(line) == MessageRecord(
+        Message("user", [ResourceLinkPart("file:///w/a.py", "a.py")])
+    )
 
 
 def test_a_record_from_a_newer_version_is_a_clear_error() -> None:
@@ -179,11 +204,44 @@ def test_a_missing_upgrade_step_or_a_failing_one_is_a_record_error() -> None:
             "'allowed' should be a list of strings",
         ),
         ('{"v":1,"kind":"header","session_id":"s","cwd":"/"}', "missing field"),
+        (
+            '{"v":1,"kind":"event","event":{"kind":"user_message_chunk",'
+            '"part":{"kind":"tool_call","id":"c","name":"n","arguments":{}}}}',
+            "a tool_call part cannot appear here",
+        ),
+        ('{"v":1,"kind":"event","event":{"kind":["a list"]}}', "event record: unhashable"),
+        (
+            '{"v":1,"kind":"event","event":{"kind":"plan_updated","entries":[{"content":"x",'
+            '"priority":"urgent","status":"pending"}]}}',
+            "'priority' should be one of",
+        ),
+        ('{"v":1,"kind":"usage","cost_usd":true,"estimated":false}', "'cost_usd' should be a"),
     ],
 )
 def test_a_malformed_line_is_a_record_error(line: str | bytes, message: str) -> None:
     with pytest.raises(RecordError, match=re.escape(message)):
         decode(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "record"),
+    [
+        ('{"v":1,"kind":"usage"}', UsageRecord()),
+        ('{"v":1,"kind":"usage","cost_usd":2,"used":null}', UsageRecord(cost_usd=2.0)),
+        (
+            '{"v":1,"kind":"message","message":{"role":"tool","parts":[{"kind":"tool_result",'
+            '"tool_call_id":"c","content":[{"kind":"text","text":"ok"}]}]}}',
+            MessageRecord(Message("tool", [ToolResultPart("c", (TextPart("ok"),))])),
+        ),
+    ],
+)
+def test_what_the_version_1_reader_accepted_still_loads(line: str, record: Record) -> None:
+    # Absent or null: None for a field that may be None, the default for a boolean; a whole
+    # number where a float is declared reads as a float.
+    decoded = decode(line)
+    assert decoded == record
+    if isinstance(decoded, UsageRecord) and decoded.cost_usd is not None:
+        assert type(decoded.cost_usd) is float
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -198,6 +256,14 @@ def test_a_value_json_cannot_hold_is_a_record_error_when_encoding() -> None:
         encode(UsageRecord(cost_usd=float("nan")))
     with pytest.raises(RecordError, match="not a record"):
         encode(Message("user", []))  # type: ignore[arg-type]
+
+
+def test_a_value_of_a_type_the_format_does_not_tag_there_is_not_written() -> None:
+    with pytest.raises(RecordError, match="Message is none of the event kinds"):
+        encode(EventRecord(Message("user", [])))  # type: ignore[arg-type]
+    summary = Message("assistant", [ToolCallStarted("c", "t", "read")])  # type: ignore[list-item]
+    with pytest.raises(RecordError, match="ToolCallStarted is none of the part kinds"):
+        encode(MessageRecord(summary))
 
 
 def test_a_tool_call_recorded_before_names_were_kept_loads_without_a_name() -> None:

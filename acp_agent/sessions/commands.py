@@ -1,0 +1,251 @@
+"""Slash commands: what the user may type as `/name argument` instead of a prompt.
+
+Ours are one table (`Command`: name, description, argument hint, handler), from which
+the editor's command list (`available_commands_update`) and `/help` are built; the
+session's MCP servers add their prompts after ours. A command of ours is no model call
+(but `/compact`, which runs in the session's queue); it is logged as the user typed it,
+and answered with a reply of ours, so a loaded session shows both again. An MCP prompt
+is a turn, in its place in the queue from the start.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ..config import AgentConfig
+from ..mcp_bridge import McpPromptInfo
+from ..messages import (
+    CommandInfo,
+    CommandsChanged,
+    Message,
+    MessageChunk,
+    TextPart,
+    TurnStopReason,
+    UserMessageChunk,
+)
+from ..tools.permissions import MODES
+from .channel import EditorLink
+from .choices import MODE, MODEL, Choices
+from .errors import ChoiceError
+from .live import Live, LiveSessions
+from .records import EventRecord
+from .servers import McpError, McpServers, PromptUsageError
+from .session import Session
+from .turns import TurnRunner
+
+
+@dataclass(frozen=True, slots=True)
+class PromptOutcome:
+    stop_reason: TurnStopReason
+    choices_changed: bool = False
+    """A slash command changed the session's model or mode (the editor's pickers need
+    updating)."""
+    mode_changed: bool = False
+    """A slash command changed the session's mode (clients that know only modes are told)."""
+
+
+Handler = Callable[[Live, str, int | None], Awaitable[PromptOutcome]]
+"""Runs a command: the session, the argument typed, the prompt's place in the queue."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    description: str
+    hint: str | None
+    run: Handler
+
+    @property
+    def info(self) -> CommandInfo:
+        return CommandInfo(self.name, self.description, self.hint)
+
+
+class SlashCommands:
+    def __init__(
+        self,
+        config: AgentConfig,
+        link: EditorLink,
+        live: LiveSessions,
+        servers: McpServers,
+        choices: Choices,
+        runner: TurnRunner,
+    ) -> None:
+        self._config = config
+        self._link = link
+        self._live = live
+        self._servers = servers
+        self._choices = choices
+        self._runner = runner
+        self._ours = {
+            command.name: command
+            for command in (
+                Command(
+                    "model",
+                    "Switch the model (no argument: list the models)",
+                    "provider/model",
+                    self._model,
+                ),
+                Command(
+                    "mode",
+                    "Switch what the agent may do without asking (no argument: list the modes)",
+                    " | ".join(mode.id for mode in MODES),
+                    self._mode,
+                ),
+                Command("mcp", "Show the MCP servers, their state and tools", None, self._mcp),
+                Command(
+                    "compact",
+                    "Summarise the older turns to free context (optionally: what to keep in focus)",
+                    "focus (optional)",
+                    self._compact,
+                ),
+                Command("help", "List the commands", None, self._help),
+            )
+        }
+
+    def commands(self, session_id: str) -> tuple[CommandInfo, ...]:
+        """What the user may type as `/name argument`: ours, then the MCP servers' prompts."""
+        prompts = tuple(
+            CommandInfo(
+                info.command,
+                info.description or info.title or f"MCP prompt {info.name} of {info.server}",
+                " ".join(a.name for a in info.arguments) or None,
+            )
+            for info in self._servers.prompts(session_id)
+        )
+        return tuple(command.info for command in self._ours.values()) + prompts
+
+    async def announce_commands(self, session_id: str) -> None:
+        """Tell the editor the session's commands (once it knows the session, and when the
+        servers' prompts change), then what its servers did meanwhile."""
+        entry = self._live.get(session_id)
+        if entry is not None:
+            await self.announce(entry.session)
+
+    async def announce(self, session: Session) -> None:
+        commands = self.commands(session.id)
+        if commands != session.commands_shown:
+            session.commands_shown = commands
+            await self._link.channel(session.id).emit(CommandsChanged(commands))
+        await self._servers.announce(session.id)
+
+    async def run(
+        self, entry: Live, name: str, argument: str, place: int | None
+    ) -> PromptOutcome | None:
+        """Run a slash command; None when `name` is none of ours (the text goes to the model)."""
+        command = self._ours.get(name)
+        if command is not None:
+            # Not for the model, but shown again when the session is loaded.
+            typed = TextPart(f"/{name} {argument}".rstrip())
+            entry.writer.append(EventRecord(UserMessageChunk(typed, _new_id())))
+            return await command.run(entry, argument, place)
+        session = entry.session
+        prompt = next((p for p in self._servers.prompts(session.id) if p.command == name), None)
+        if prompt is None:
+            return None
+        # In its place in the queue from the start: a later prompt or a cancel read after
+        # it cannot overtake it while its messages are fetched.
+        return PromptOutcome(
+            await session.run_turn(lambda: self._prompt_turn(entry, prompt, argument), place)
+        )
+
+    # --- ours ----------------------------------------------------------------------------
+
+    async def _model(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        """`/model` lists the models, `/model provider/model` switches; no model call. An
+        unknown model is answered with the list, as a reply: the prompt did not fail."""
+        listed = "\n".join(
+            f"- {choice}{'  (current)' if choice == entry.session.model_choice else ''}"
+            for choice, _, _ in self._config.model_choices()
+        )
+        listing = f"Models:\n{listed}\n\nSwitch with /model provider/model."
+        if not argument:
+            return await self._reply(entry, listing)
+        try:
+            self._choices.choose(entry, MODEL, argument)
+        except ChoiceError:
+            return await self._reply(entry, f"There is no model {argument!r}.\n\n{listing}")
+        await self._reply(entry, f"Model set to {argument}.")
+        return PromptOutcome("end_turn", choices_changed=True)
+
+    async def _mode(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        """`/mode` lists the modes, `/mode id` switches (from the next tool call, also in a
+        running turn); an unknown mode is answered with the list."""
+        session = entry.session
+        listed = "\n".join(
+            f"- {mode.id}: {mode.description}{'  (current)' if mode.id == session.mode else ''}"
+            for mode in MODES
+        )
+        listing = f"Modes:\n{listed}\n\nSwitch with /mode id."
+        if not argument:
+            return await self._reply(entry, listing)
+        try:
+            self._choices.choose(entry, MODE, argument)
+        except ChoiceError:
+            return await self._reply(entry, f"There is no mode {argument!r}.\n\n{listing}")
+        name = next(mode.name for mode in MODES if mode.id == session.mode)
+        await self._reply(entry, f"Mode set to {name} ({session.mode}).")
+        return PromptOutcome("end_turn", choices_changed=True, mode_changed=True)
+
+    async def _mcp(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        return await self._reply(entry, self._servers.describe(entry.session.id))
+
+    async def _compact(self, entry: Live, focus: str, place: int | None) -> PromptOutcome:
+        """`/compact [focus]`, in the session's queue: the older turns summarised now."""
+
+        async def compact() -> TurnStopReason:
+            if not await self._runner.compact(entry.session, entry.writer, focus):
+                await self._reply(entry, "Nothing to compact: no turns since the last summary.")
+            return "end_turn"
+
+        return PromptOutcome(await entry.session.run_turn(compact, place))
+
+    async def _help(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        lines = [
+            f"- /{c.name}{f' {c.hint}' if c.hint else ''}: {c.description}"
+            for c in self.commands(entry.session.id)
+        ]
+        return await self._reply(entry, "Commands:\n" + "\n".join(lines))
+
+    # --- MCP prompts ---------------------------------------------------------------------
+
+    async def _prompt_turn(
+        self, entry: Live, prompt: McpPromptInfo, argument: str
+    ) -> TurnStopReason:
+        """An MCP prompt, in its place in the queue: its messages are fetched when its turn
+        comes; the last user message is the prompt, what comes before it joins the history
+        first."""
+        session = entry.session
+        try:
+            messages = await self._servers.prompt_messages(session.id, prompt, argument)
+        except (PromptUsageError, McpError) as exc:
+            await self._reply(entry, f"/{prompt.command}: {exc}")
+            return "end_turn"
+        *earlier, last = messages or (Message("user", [TextPart("(the prompt was empty)")]),)
+        if last.role != "user":
+            earlier, last = [*earlier, last], Message("user", [TextPart("Go on.")])
+        for message in earlier:
+            entry.keep(message)
+        return await self._runner.run(session, entry.writer, last)
+
+    async def _reply(self, entry: Live, text: str) -> PromptOutcome:
+        """An answer of ours (not the model's), kept for the session's replay."""
+        reply = MessageChunk(text, _new_id())
+        entry.writer.append(EventRecord(reply))
+        await self._link.channel(entry.session.id).emit(reply)
+        return PromptOutcome("end_turn")
+
+
+def slash_command(message: Message) -> tuple[str, str] | None:
+    """(name, argument) of a prompt that is one `/name argument` line of text; None for any
+    other prompt."""
+    text = message.text.strip()
+    if len(message.parts) != 1 or not text.startswith("/") or "\n" in text:
+        return None
+    name, _, argument = text[1:].partition(" ")
+    return (name, argument.strip()) if name else None
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex

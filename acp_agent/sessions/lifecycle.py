@@ -1,0 +1,406 @@
+"""A session's life in this process: new, load, resume, fork, close, delete, list.
+
+Sessions are live in a bounded set (`live.py`): past the limit the least recently used
+idle one is let go, and it opens again from the store, as it was, when its id is used. A
+stored session comes back with its "always allow" answers only in the roots they were
+given in, and a process killed while tools ran has those calls answered as not run.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..config import AgentConfig
+from ..engine import open_call_results
+from ..mcp_bridge import McpServerSpec
+from ..messages import TextPart, ToolCallStarted, ToolCallUpdated, ToolResultPart
+from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
+from .channel import EditorLink
+from .choices import Choices
+from .errors import SessionNotFound, UnknownSession
+from .live import Live, LiveSessions
+from .records import ChoiceRecord, EventRecord, RootsRecord, SessionHeader, utc_now
+from .restore import StoredSession, permissions_in, replay, restore, same_roots
+from .servers import McpServers
+from .session import Session
+from .store import SessionLog, SessionStore, SummaryPage
+
+log = logging.getLogger(__name__)
+
+CLOSE_SECONDS = 10.0
+"""Time a closed session's cancelled turn has to finish before its log is closed."""
+INTERRUPTED_RESULT = "Not run: the session ended before this tool call finished."
+
+Announce = Callable[[Session], Awaitable[None]]
+
+
+class Lifecycle:
+    def __init__(
+        self,
+        config: AgentConfig,
+        link: EditorLink,
+        store: SessionStore,
+        live: LiveSessions,
+        servers: McpServers,
+        choices: Choices,
+        announce: Announce,
+        *,
+        encoder: Encoder | None,
+    ) -> None:
+        self._config = config
+        self._link = link
+        self._store = store
+        self._live = live
+        self._servers = servers
+        self._choices = choices
+        self._announce = announce
+        """Tells the editor a session's commands (when one let go comes back)."""
+        self._encoder = encoder
+        self._opening: dict[str, anyio.Event] = {}
+        """Sessions being opened from the store, set when done."""
+
+    async def new(
+        self,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+    ) -> Session:
+        session = self._session(f"sess_{uuid.uuid4().hex}", cwd, additional_roots)
+        entry = Live(
+            session,
+            self._store.create(_header(session.id, cwd, additional_roots)),
+            tuple(mcp_servers),
+        )
+        # The choices it starts with, so a later default does not change a stored session.
+        entry.writer.append(ChoiceRecord(model=session.model_choice, mode=session.mode))
+        entry.writer.append(_roots_record(session))
+        self._live.add(entry)
+        log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
+        with self._live.using(session.id):
+            await self._servers.connect(session, mcp_servers)
+            await self._let_go_over_limit()
+        return session
+
+    async def load(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+    ) -> Session:
+        """The stored session, live again, after the user has been shown its whole
+        conversation (through the session's channel)."""
+        session = await self._open(session_id, cwd, additional_roots, mcp_servers)
+        with self._live.using(session.id):
+            await self._connect(session, mcp_servers)
+            records = await anyio.to_thread.run_sync(self._read, session_id)
+            channel = self._link.channel(session_id)
+            for event in replay(records):
+                await channel.emit(event)
+            session.commands_shown = None  # the client shows the session afresh: tell it again
+            await self._let_go_over_limit()
+        return session
+
+    async def resume(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+    ) -> Session:
+        """The stored session, live again without replay; the request's roots replace its
+        roots. A session that is live already is returned as it is."""
+        session = await self._open(session_id, cwd, additional_roots, mcp_servers)
+        with self._live.using(session.id):
+            await self._connect(session, mcp_servers)
+            await self._let_go_over_limit()
+        return session
+
+    async def fork(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+    ) -> Session:
+        """A new session holding a copy of the stored one's conversation; the original is
+        left as it was (and may be open in another process meanwhile)."""
+        source = self._live.get(session_id)
+        if source is not None and source.session.busy:
+            # Its running turn writes on; the copy takes what is written so far.
+            log.info("forking %s while a turn runs", session_id)
+        fork_id = f"sess_{uuid.uuid4().hex}"
+        header = _header(fork_id, cwd, additional_roots, forked_from=session_id)
+        try:
+            fork_log = self._store.fork(session_id, header)
+        except SessionNotFound:
+            raise UnknownSession(session_id) from None
+        records = await anyio.to_thread.run_sync(self._read, fork_id)
+        stored = restore(records)
+        session = self._session(fork_id, cwd, additional_roots, stored)
+        entry = Live(session, fork_log, tuple(mcp_servers))
+        _note_roots(entry, stored)
+        _close_open_tool_calls(entry, records)
+        self._live.add(entry)
+        with self._live.using(session.id):
+            await self._servers.connect(session, mcp_servers)
+            await self._let_go_over_limit()
+        return session
+
+    def summaries(self, cwd: Path | None = None, cursor: str | None = None) -> SummaryPage:
+        """One page of the stored sessions, newest first; `ValueError` for a bad cursor."""
+        return self._store.list(str(cwd) if cwd is not None else None, cursor)
+
+    def get(self, session_id: str) -> Live:
+        """The live session (one let go is not live: `UnknownSession`)."""
+        entry = self._live.get(session_id)
+        if entry is None:
+            raise UnknownSession(session_id)
+        return entry
+
+    async def use(self, session_id: str) -> Live:
+        """The live session, opened again as it was if it was let go."""
+        entry = self._live.get(session_id)
+        if entry is not None:
+            return entry
+        parked = self._live.parked(session_id)
+        if parked is None:
+            raise UnknownSession(session_id)
+        return await self._from_store(
+            session_id, parked.cwd, parked.additional_roots, parked.mcp_servers, again=True
+        )
+
+    async def close(self, session_id: str) -> None:
+        """Cancel the session's work and let it go from memory (it stays stored)."""
+        entry = self._live.get(session_id)
+        if entry is None:
+            parked = self._live.unpark(session_id)
+            if parked is None:
+                raise UnknownSession(session_id)
+            await parked.closed.wait()  # closed by now, or soon: a load after this may open it
+            return
+        entry.session.cancel()
+        self._live.remove(session_id)
+        with anyio.move_on_after(CLOSE_SECONDS):
+            await entry.session.wait_idle()  # the cancelled turn writes its end to the log
+            await entry.session.end_aside()
+        await self._release(entry)
+
+    async def delete(self, session_id: str) -> None:
+        """Close the session and remove it from the store; an unknown id is no error (the
+        client wanted it gone). `SessionLocked` if another process has it open."""
+        if self._live.get(session_id) is not None or self._live.parked(session_id) is not None:
+            await self.close(session_id)
+        try:
+            self._store.delete(session_id)
+        except SessionNotFound:
+            log.info("delete of unknown session %s: nothing to do", session_id)
+
+    async def aclose(self) -> None:
+        for entry in self._live:
+            entry.close()
+        await self._servers.aclose()
+
+    # --- opening from the store ----------------------------------------------------------
+
+    async def _open(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path],
+        mcp_servers: Sequence[McpServerSpec],
+    ) -> Session:
+        """The session live in these roots: as it is, or from the store."""
+        entry = self._live.get(session_id)
+        if entry is None:
+            return (await self._from_store(session_id, cwd, additional_roots, mcp_servers)).session
+        session = entry.session
+        roots = (cwd, *additional_roots)
+        moved = not same_roots(_root_strings(roots), _root_strings(session.roots))
+        session.cwd, session.roots = cwd, roots
+        if moved:
+            if session.permissions.allowed:
+                log.info("session %s: new roots, its always-allow answers are dropped", session_id)
+                session.permissions.allowed.clear()  # in place: a running turn holds it
+            entry.writer.append(_roots_record(session))
+        return session
+
+    async def _from_store(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path],
+        mcp_servers: Sequence[McpServerSpec],
+        *,
+        again: bool = False,
+    ) -> Live:
+        """The stored session opened in this process (once, however many requests ask at
+        the same time; it is live only once it is ready, so they run in their order).
+        `again`: it was let go, and comes back as it was, with its servers, unasked."""
+        while (opening := self._opening.get(session_id)) is not None:
+            await opening.wait()
+            if (entry := self._live.get(session_id)) is not None:
+                return entry
+        done = self._opening[session_id] = anyio.Event()
+        try:
+            return await self._restore(session_id, cwd, additional_roots, mcp_servers, again)
+        finally:
+            del self._opening[session_id]
+            done.set()
+
+    async def _restore(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path],
+        mcp_servers: Sequence[McpServerSpec],
+        again: bool,
+    ) -> Live:
+        parked = self._live.parked(session_id)
+        if parked is not None:
+            await parked.closed.wait()  # its log is ours to open once it is closed
+        records = await anyio.to_thread.run_sync(self._read, session_id)
+        stored = restore(records)
+        session = self._session(session_id, cwd, additional_roots, stored)
+        entry = Live(session, self._open_log(session_id), tuple(mcp_servers))
+        try:
+            _note_roots(entry, stored)
+            _close_open_tool_calls(entry, records)
+            if parked is not None:  # prompts and cancels read meanwhile keep their meaning
+                session.tickets, session.commands_shown = parked.tickets, parked.commands_shown
+            if again:
+                await self._servers.connect(session, mcp_servers)
+                await self._announce(session)
+            if parked is not None and self._live.unpark(session_id) is None:
+                raise UnknownSession(session_id)  # closed while it was being opened
+        except BaseException:
+            entry.close()
+            with anyio.CancelScope(shield=True):
+                await self._servers.close(session_id)
+            raise
+        self._live.add(entry)
+        gc.freeze()  # a long history lives on: full collections need not walk it again
+        log.info("session %s restored in %s using %s", session.id, cwd, session.model_choice)
+        return entry
+
+    def _open_log(self, session_id: str) -> SessionLog:
+        try:
+            return self._store.open_log(session_id)
+        except SessionNotFound:
+            raise UnknownSession(session_id) from None
+
+    async def _connect(self, session: Session, mcp_servers: Sequence[McpServerSpec]) -> None:
+        await self._servers.connect(session, mcp_servers)
+        self._live.set_servers(session.id, mcp_servers)
+
+    async def _let_go_over_limit(self) -> None:
+        """Close the least recently used idle sessions past the limit, as `close` does;
+        they stay stored and open again when their id is used."""
+        while (session_id := self._live.next_to_let_go()) is not None:
+            entry, parked = self._live.park(session_id)
+            log.debug("session %s let go (%d live)", session_id, len(self._live))
+            try:
+                await self._release(entry)
+            finally:
+                parked.closed.set()
+
+    async def _release(self, entry: Live) -> None:
+        entry.close()
+        await self._servers.close(entry.session.id)
+
+    def _read(self, session_id: str) -> list[Any]:
+        try:
+            return self._store.read(session_id)
+        except SessionNotFound:
+            raise UnknownSession(session_id) from None
+
+    def _session(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path],
+        stored: StoredSession | None = None,
+    ) -> Session:
+        session = Session(
+            id=session_id,
+            cwd=cwd,
+            roots=(cwd, *additional_roots),
+            model_choice=self._config.default_choice,
+            usage=UsageMeter(counter=TokenCounter(self._encoder, encoding=None)),
+        )
+        if stored is not None:
+            self._apply_stored(session, stored)
+        return session
+
+    def _apply_stored(self, session: Session, stored: StoredSession) -> None:
+        session.history = stored.history
+        session.permissions = permissions_in(stored, _root_strings(session.roots), session.id)
+        session.title = stored.title
+        self._choices.restore(session, stored)
+        session.summarised = stored.summarised
+        if stored.usage is not None:
+            session.usage.cost_usd = stored.usage.cost_usd
+            if stored.usage.used is not None:
+                session.usage.last = Reading(
+                    stored.usage.used, stored.usage.cost_usd, stored.usage.estimated
+                )
+                session.usage.messages = len(stored.history)
+
+
+def _note_roots(entry: Live, stored: StoredSession) -> None:
+    """Record the roots the session works in now, when the log says otherwise: the
+    answers given from here on are tied to them."""
+    session = entry.session
+    if stored.roots is None or not same_roots(stored.roots, _root_strings(session.roots)):
+        entry.writer.append(_roots_record(session))
+
+
+def _close_open_tool_calls(entry: Live, records: Sequence[Any]) -> None:
+    """A process killed while tools ran left calls without results: answer them, and
+    end the calls the user saw start (a load would show them running forever)."""
+    results = open_call_results(entry.session.history, [], INTERRUPTED_RESULT)
+    if results is None:
+        return
+    entry.keep(results)
+    shown = {
+        r.event.id
+        for r in records
+        if isinstance(r, EventRecord) and isinstance(r.event, ToolCallStarted)
+    }
+    for result in results.parts:
+        if isinstance(result, ToolResultPart) and result.tool_call_id in shown:
+            ended = ToolCallUpdated(
+                result.tool_call_id, status="failed", content=(TextPart(INTERRUPTED_RESULT),)
+            )
+            entry.writer.append(EventRecord(ended))
+
+
+def _header(
+    session_id: str,
+    cwd: Path,
+    additional_roots: Sequence[Path],
+    *,
+    forked_from: str | None = None,
+) -> SessionHeader:
+    return SessionHeader(
+        session_id,
+        str(cwd),
+        _root_strings(additional_roots),
+        created_at=utc_now(),
+        forked_from=forked_from,
+    )
+
+
+def _root_strings(roots: Sequence[Path]) -> tuple[str, ...]:
+    return tuple(str(root) for root in roots)
+
+
+def _roots_record(session: Session) -> RootsRecord:
+    return RootsRecord(str(session.cwd), _root_strings(session.additional_roots))

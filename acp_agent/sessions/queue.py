@@ -1,0 +1,80 @@
+"""The prompt queue: each prompt's place taken when its frame is read, its turn run in that
+place, and cancels that reach every place taken before them (ARCHITECTURE rule 10).
+
+The places live in the session (`Session.take_place`, `PromptTickets`), or, while it is
+let go, beside it in `live.py`, so a prompt keeps its place and a cancel its reach.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..messages import Message
+from .commands import PromptOutcome, SlashCommands, slash_command
+from .lifecycle import Lifecycle
+from .live import LiveSessions
+from .servers import McpServers
+from .turns import TurnRunner
+
+log = logging.getLogger(__name__)
+
+
+class PromptQueue:
+    def __init__(
+        self,
+        live: LiveSessions,
+        lifecycle: Lifecycle,
+        servers: McpServers,
+        commands: SlashCommands,
+        runner: TurnRunner,
+    ) -> None:
+        self._live = live
+        self._lifecycle = lifecycle
+        self._servers = servers
+        self._commands = commands
+        self._runner = runner
+
+    def take_place(self, session_id: str) -> int | None:
+        """Called as a prompt's frame is read: its place in its session's queue, or None
+        when no such session exists (the prompt then fails on its own)."""
+        entry = self._live.get(session_id)
+        if entry is not None:
+            return entry.session.take_place()
+        parked = self._live.parked(session_id)  # it keeps its place while let go
+        return parked.tickets.take() if parked is not None else None
+
+    async def prompt(
+        self, session_id: str, message: Message, place: int | None = None
+    ) -> PromptOutcome:
+        entry = await self._lifecycle.use(session_id)
+        session = entry.session
+        with self._live.using(session_id):
+            if (stop := await self._servers.wait_connected(session, place)) is not None:
+                return PromptOutcome(stop)
+            command = slash_command(message)
+            if command is not None and (
+                outcome := await self._commands.run(entry, *command, place)
+            ):
+                return outcome
+            # The turn is built when its queue slot comes: a prompt that waited uses the
+            # model and mode chosen meanwhile.
+            stop = await session.run_turn(
+                lambda: self._runner.run(session, entry.writer, message), place
+            )
+            return PromptOutcome(stop)
+
+    def cancel(self, session_id: str) -> None:
+        entry = self._live.get(session_id)
+        parked = self._live.parked(session_id)
+        if entry is not None:
+            entry.session.cancel()
+        elif parked is not None:
+            parked.tickets.cancel()
+        else:
+            log.warning("cancel for unknown session %s ignored", session_id)
+
+    def cancel_all(self) -> None:
+        for entry in self._live:
+            entry.session.cancel()
+        for parked in self._live.parked_sessions():
+            parked.tickets.cancel()
