@@ -3,7 +3,9 @@
 
 This is the composition root: the one place that knows every room and wires them (the
 protocol server is handed a loader that builds the agent; nothing below imports upward).
-Heavy modules are imported inside functions, so `initialize` is answered before they load.
+Heavy modules are imported inside functions, so `initialize` is answered before they load;
+a plain `acp-agent` (what editors start) reads its few options without building the
+commands' parsers or importing their code.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from . import __version__, logs, paths
 from ._hardening import forbid_inspection
-from .login import add_login_commands, login_command, logout_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,11 +47,14 @@ SERVE_HINT = (
 def main(argv: Sequence[str] | None = None) -> int:
     # First, before any child can exist: none may read our keys in /proc/<our pid>/environ.
     unprotected = forbid_inspection()
+    words = sys.argv[1:] if argv is None else list(argv)
+    if (serve_args := _serve_options(words)) is not None:
+        return _serve(serve_args, unprotected)
     parser = _parser()
     # Options go anywhere, before or after the command (`run --log-level debug`): the
     # subcommands repeat them. Words argparse left over are the rest of a `run` prompt
     # (`run fix the --yes tests` is the prompt "fix the tests" with --yes).
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(words)
     if extra:
         if args.command != "run" or any(word.startswith("-") and word != "-" for word in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -73,12 +77,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return doctor(args)
         case "login":
+            from .commands.login import login_command
+
             return login_command(args)
         case "logout":
+            from .commands.login import logout_command
+
             return logout_command(args)
-    if _is_tty(sys.stdin):
-        print(SERVE_HINT, file=sys.stderr, flush=True)
     return _serve(args, unprotected)
+
+
+_SERVE_OPTIONS = {"--config": "config", "--log-file": "log_file", "--log-level": "log_level"}
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _serve_options(words: Sequence[str]) -> argparse.Namespace | None:
+    """The options of a plain `acp-agent`, read without the full parser; None for anything
+    else (a command, --help, --version, a mistake), which the full parser handles."""
+    found: dict[str, str | None] = dict.fromkeys(_SERVE_OPTIONS.values())
+    debug = False
+    rest = iter(words)
+    for word in rest:
+        if word == "--debug":
+            debug = True
+            continue
+        option, equals, value = word.partition("=")
+        key = _SERVE_OPTIONS.get(option)
+        if key is None:
+            return None
+        if not equals:
+            value = next(rest, "-")
+            if value.startswith("-"):  # argparse would refuse it: let it say why
+                return None
+        found[key] = value
+    if found["log_level"] not in (None, *_LOG_LEVELS):
+        return None
+    return argparse.Namespace(command=None, debug=debug, **found)
 
 
 def _is_tty(stream: object) -> bool:
@@ -103,7 +137,7 @@ def _common_options(*, suppress: bool) -> argparse.ArgumentParser:
     common.add_argument("--log-file", metavar="FILE", help="write logs here instead of stderr")
     common.add_argument(
         "--log-level",
-        choices=("debug", "info", "warning", "error"),
+        choices=_LOG_LEVELS,
         help="how much to log (default: the config's log_level, else info)",
     )
     common.add_argument(
@@ -129,6 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_models(commands, common)
     _add_config(commands, common)
     _add_doctor(commands, common)
+    from .commands.login import add_login_commands
+
     add_login_commands(commands, common)
     return parser
 
@@ -215,6 +251,8 @@ def _serve(args: argparse.Namespace, unprotected: str | None) -> int:
     from .protocol.server import serve
     from .rpc.framing import FdSink, FdSource
 
+    if _is_tty(sys.stdin):
+        print(SERVE_HINT, file=sys.stderr, flush=True)
     config_path = paths.config_path(args.config)
     level, file = logs.settings_from_config(config_path)
     logs.configure(args.log_level or level or "info", args.log_file or file)

@@ -12,13 +12,15 @@ with `time.monotonic()` stamps (request body received, first byte of the answer 
 answer ended). On Linux that clock is system-wide, so the stamps compare directly with this
 process's `time.monotonic()`: the benchmarks time the agent against the fake's own clock.
 
-Standard library only (plus the project's test fakes, run as scripts).
+Standard library only (plus the project's test fakes, run as scripts). Every benchmark
+imports this module; it imports none of them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import statistics
 import subprocess
 import sys
@@ -26,10 +28,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
-from startup import ROOT, SCRUBBED_ENV, BenchmarkError, _read_line
-
+ROOT = Path(__file__).resolve().parent.parent
+# Variables that would point the agent somewhere else than the fake servers.
+SCRUBBED_ENV = ("ACP_AGENT_CONFIG", "ACP_AGENT_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 FAKE_LLM = ROOT / "tests" / "fake_llm.py"
 FAKE_ANTHROPIC = ROOT / "tests" / "fake_anthropic.py"
 FAMILIES = ("chat", "responses", "anthropic")
@@ -42,6 +45,18 @@ PATHS = {"chat": "/chat/completions", "responses": "/responses", "anthropic": "/
 CONTEXT_WINDOW = 1_000_000_000
 """Large enough that no benchmark history ever reaches compaction."""
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+
+class BenchmarkError(Exception):
+    """A run that did not reach its goal; the message says where it stopped."""
+
+
+def read_line(stream: IO[str], timeout: float) -> str:
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise BenchmarkError(f"no output within {timeout:g}s")
+    return stream.readline()
 
 
 class FakeProcess:
@@ -58,7 +73,7 @@ class FakeProcess:
             text=True,
         )
         assert self.process.stdout is not None
-        line = _read_line(self.process.stdout, timeout=15.0)
+        line = read_line(self.process.stdout, timeout=15.0)
         if not line.startswith("http"):
             self.close()
             raise BenchmarkError(f"{script.name} printed {line!r} instead of its base URL")

@@ -7,8 +7,12 @@ request the moment the previous answer arrives:
 
 The prompt is answered by the local fake OpenAI-compatible server `tests/fake_llm.py`
 (`OPENAI_API_KEY=bench-key`, `OPENAI_BASE_URL=<fake>`), so no network is used. Reported per
-milestone: median and max of the time from spawn, over the measured runs, plus the agent's
-resident memory (VmRSS) right after `initialize` answered.
+milestone: median, min and max of the time from spawn, over the measured runs, against the
+targets (initialize <= 40 ms, session/new <= 0.15 s, first chunk <= 0.3 s: what the Rust
+codex-acp reaches); the resident memory (VmRSS) of the agent's process tree right after
+`initialize` answered (target <= 45 MiB); the 15 slowest imports of one run under
+`python -X importtime` (to the prompt's answer), with a budget line naming any vendor SDK
+that was loaded; and `acp-agent run "hi"` end to end (spawn to exit).
 
     uv run python benchmarks/startup.py               # 10 runs of .venv/bin/acp-agent
     uv run python benchmarks/startup.py --via both    # the console script and `python -m`
@@ -40,13 +44,30 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import (
+    FAMILIES,
+    ROOT,
+    SCRUBBED_ENV,
+    BenchmarkError,
+    Fakes,
+    read_line,
+    write_config,
+)
+from harness import agent_env as config_env
+
 FAKE_LLM = ROOT / "tests" / "fake_llm.py"
 CONSOLE_SCRIPT = ROOT / ".venv" / "bin" / "acp-agent"
 
-TARGETS_MS = {"initialize": 150.0, "first chunk": 1500.0}
+TARGETS_MS = {"initialize": 40.0, "session/new": 150.0, "first chunk": 300.0}
+RSS_TARGET_MIB = 45.0
+"""The process tree's resident memory right after `initialize`."""
+IMPORT_BUDGET_MS = 100.0
+"""All imports of a run to the prompt's answer, as `-X importtime` counts them (self times)."""
+VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google")
+"""What an OpenAI-compatible session must not import."""
+IMPORT_TOP = 15
 MEMORY_SESSIONS = 20
 MEMORY_GROWTH_TARGET_MIB = 1.0
 """At most this much more resident memory per idle session."""
@@ -62,12 +83,6 @@ INITIALIZE = {
     },
     "clientInfo": {"name": "acp-agent-startup-benchmark", "version": "1"},
 }
-# Variables that would point the agent somewhere else than the fake server.
-SCRUBBED_ENV = ("ACP_AGENT_CONFIG", "ACP_AGENT_MODEL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
-
-
-class BenchmarkError(Exception):
-    """A run that did not reach the first chunk; the message says where it stopped."""
 
 
 @dataclass
@@ -86,6 +101,25 @@ class Series:
     label: str
     command: list[str]
     runs: list[Run] = field(default_factory=list)
+    run_hi_ms: list[float] = field(default_factory=list)
+    """`<command> run "hi"`: spawn to exit."""
+
+
+@dataclass
+class ImportProfile:
+    modules: list[tuple[str, int, int]]
+    """(name, self µs, cumulative µs) of every import, as `-X importtime` printed them."""
+    top_level: list[tuple[str, int]]
+    """(name, cumulative µs) of the imports nothing else imported, slowest first."""
+
+    def total_ms(self) -> float:
+        return sum(own for _, own, _ in self.modules) / 1000
+
+    def vendors(self) -> list[str]:
+        names = {name for name, _, _ in self.modules}
+        return [
+            v for v in VENDOR_MODULES if v in names or any(n.startswith(v + ".") for n in names)
+        ]
 
 
 # --- the fake LLM ---------------------------------------------------------------------------
@@ -105,7 +139,7 @@ class FakeLLM:
             text=True,
         )
         assert self.process.stdout is not None
-        line = _read_line(self.process.stdout, timeout=15.0)
+        line = read_line(self.process.stdout, timeout=15.0)
         if not line.startswith("http"):
             self.close()
             raise BenchmarkError(f"{script} printed {line!r} instead of its base URL")
@@ -121,14 +155,6 @@ class FakeLLM:
                 self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
-
-
-def _read_line(stream: IO[str], timeout: float) -> str:
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            raise BenchmarkError(f"no output within {timeout:g}s")
-    return stream.readline()
 
 
 # --- one agent run --------------------------------------------------------------------------
@@ -203,14 +229,8 @@ class AgentProcess:
         return message
 
     def rss_kib(self) -> int | None:
-        try:
-            status = Path(f"/proc/{self.process.pid}/status").read_text()
-        except OSError:
-            return None
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return None
+        """VmRSS of the agent and every process under it (MCP servers, shells)."""
+        return tree_rss_kib(self.process.pid)
 
     def cpu_ms(self) -> float | None:
         """User + system CPU time so far: less sensitive to a busy machine than wall time."""
@@ -234,6 +254,37 @@ class AgentProcess:
             self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+def tree_rss_kib(root: int) -> int | None:
+    """The VmRSS of `root` and its descendants, from /proc; None without /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        children.setdefault(parent, []).append(int(entry.name))
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        rss = _vm_rss_kib(pid)
+        if rss is None and pid == root:
+            return None
+        total += rss or 0
+        pending.extend(children.get(pid, ()))
+    return total
+
+
+def _vm_rss_kib(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0  # a zombie: no memory left
 
 
 def _await_response(agent: AgentProcess, request_id: int, what: str, deadline: float) -> Any:
@@ -364,15 +415,81 @@ def print_report(series: Series) -> bool:
             f"  {'agent CPU at first chunk':<28}{statistics.median(cpu):>9.1f}"
             f"{min(cpu):>9.1f}{max(cpu):>9.1f}   (ms of CPU, not wall time)"
         )
-    rss = [r.rss_kib for r in runs if r.rss_kib is not None]
+    if series.run_hi_ms:
+        hi, label = series.run_hi_ms, 'run "hi" (spawn to exit)'
+        print(f"  {label:<28}{statistics.median(hi):>9.1f}{min(hi):>9.1f}{max(hi):>9.1f}")
+    rss = [r.rss_kib / 1024 for r in runs if r.rss_kib is not None]
     if rss:
+        ok = statistics.median(rss) <= RSS_TARGET_MIB
+        met = met and ok
         print(
-            f"  {'RSS after initialize (MiB)':<28}{statistics.median(rss) / 1024:>9.1f}"
-            f"{min(rss) / 1024:>9.1f}{max(rss) / 1024:>9.1f}"
+            f"  {'RSS after initialize (MiB)':<28}{statistics.median(rss):>9.1f}"
+            f"{min(rss):>9.1f}{max(rss):>9.1f}   "
+            f"median <= {RSS_TARGET_MIB:g} MiB  {'ok' if ok else 'MISSED'} (process tree)"
         )
     else:
         print("  RSS after initialize: n/a (no /proc on this system)")
     return met
+
+
+def print_imports(profile: ImportProfile) -> bool:
+    """The slowest top-level imports of one run and the budget line; True within budget."""
+    print(
+        f"\n`python -X importtime -m acp_agent`, one run to the prompt's answer: top {IMPORT_TOP}"
+    )
+    for name, cumulative in profile.top_level[:IMPORT_TOP]:
+        print(f"  {cumulative / 1000:>9.1f} ms  {name}")
+    total, vendors = profile.total_ms(), profile.vendors()
+    ok = total <= IMPORT_BUDGET_MS and not vendors
+    print(
+        f"  budget: {len(profile.modules)} modules, {total:.1f} ms of imports (self times; "
+        f"budget {IMPORT_BUDGET_MS:g} ms); vendor SDKs loaded: {', '.join(vendors) or 'none'}"
+        f"  {'ok' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+def parse_importtime(text: str) -> ImportProfile:
+    modules: list[tuple[str, int, int]] = []
+    top_level: list[tuple[str, int]] = []
+    for line in text.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, cumulative, name = line.removeprefix("import time:").split("|", 2)
+        modules.append((name.strip(), int(own), int(cumulative)))
+        if not name.startswith("  "):  # one space after the bar: nothing imported it
+            top_level.append((name.strip(), int(cumulative)))
+    top_level.sort(key=lambda entry: entry[1], reverse=True)
+    return ImportProfile(modules, top_level)
+
+
+def measure_imports(env: dict[str, str], cwd: Path) -> ImportProfile:
+    """One run of `python -X importtime -m acp_agent`, its stderr parsed."""
+    command = [sys.executable, "-X", "importtime", "-m", "acp_agent"]
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+        measure_once(command, env, cwd, stderr)
+        stderr.seek(0)
+        return parse_importtime(stderr.read())
+
+
+def measure_run_hi(command: list[str], env: dict[str, str], cwd: Path, log: TextIO) -> float:
+    """`<command> run "hi"`, spawn to exit, in ms."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [*command, "run", "hi"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            cwd=cwd,
+            timeout=RUN_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise BenchmarkError(f"run 'hi' did not end within {RUN_TIMEOUT:g}s") from None
+    if done.returncode != 0:
+        raise BenchmarkError(f"run 'hi' exited with {done.returncode}")
+    return (time.perf_counter() - started) * 1000
 
 
 # --- memory per provider path ---------------------------------------------------------------
@@ -429,15 +546,13 @@ def _settled_rss(agent: AgentProcess) -> int:
 
 
 def run_memory(args: argparse.Namespace, log: TextIO, workdir: Path) -> dict[str, list[MemoryRun]]:
-    from harness import FAMILIES, Fakes, agent_env, write_config
-
     command = (
         shlex.split(args.agent_command) if args.agent_command else agent_commands(args.via)[0][1]
     )
     results: dict[str, list[MemoryRun]] = {}
     with Fakes(log) as fakes:
         for family in FAMILIES:
-            env = agent_env(write_config(workdir, fakes, family))
+            env = config_env(write_config(workdir, fakes, family))
             for number in range(args.warmup + args.runs):
                 run = measure_memory(command, env, workdir, log, MEMORY_SESSIONS)
                 if number >= args.warmup:
@@ -495,7 +610,9 @@ def main(argv: list[str] | None = None) -> int:
         "--memory", action="store_true", help="measure memory per provider path instead"
     )
     parser.add_argument(
-        "--agent-command", metavar="COMMAND", help="--memory: start this command instead"
+        "--agent-command",
+        metavar="COMMAND",
+        help="start this command instead (another checkout's acp-agent, to compare)",
     )
     parser.add_argument("--json", action="store_true", help="also print every run as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
@@ -511,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             open(log_path, "w", encoding="utf-8") as log,
             tempfile.TemporaryDirectory(prefix="acp-bench-") as workdir,
         ):
-            series = run_all(args, log, Path(workdir))
+            series, imports = run_all(args, log, Path(workdir))
     except BenchmarkError as exc:
         print(f"benchmark failed: {exc} (agent stderr: {log_path})", file=sys.stderr)
         return 2
@@ -521,10 +638,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup:
         print(f"{args.warmup} warm-up run(s) before measuring, not counted")
     met = all([print_report(s) for s in series])
+    met = print_imports(imports) and met
     print(
-        f"\ntargets: initialize median <= {TARGETS_MS['initialize']:g} ms, "
-        f"first chunk median <= {TARGETS_MS['first chunk'] / 1000:g} s: "
-        f"{'met' if met else 'MISSED'}"
+        f"\ntargets: initialize median <= {TARGETS_MS['initialize']:g} ms, session/new <= "
+        f"{TARGETS_MS['session/new']:g} ms, first chunk <= {TARGETS_MS['first chunk']:g} ms, "
+        f"RSS <= {RSS_TARGET_MIB:g} MiB, imports <= {IMPORT_BUDGET_MS:g} ms without a vendor "
+        f"SDK: {'met' if met else 'MISSED'}"
     )
     print(f"agent stderr: {log_path}")
     if args.json:
@@ -567,12 +686,19 @@ def _machine_load() -> str:
     return f"{cpus} CPUs, load average {one:.2f} (1 min) {five:.2f} (5 min)"
 
 
-def run_all(args: argparse.Namespace, log: TextIO, workdir: Path) -> list[Series]:
+def run_all(
+    args: argparse.Namespace, log: TextIO, workdir: Path
+) -> tuple[list[Series], ImportProfile]:
     fake = FakeLLM(args.fake_llm, log)
     try:
         env = agent_env(fake.base_url)
         all_series = []
-        for label, command in agent_commands(args.via, workdir):
+        commands = (
+            [(args.agent_command, shlex.split(args.agent_command))]
+            if args.agent_command
+            else agent_commands(args.via, workdir)
+        )
+        for label, command in commands:
             series = Series(label, command)
             for number in range(args.warmup + args.runs):
                 log.write(f"\n===== {label}: run {number + 1} =====\n")
@@ -583,8 +709,12 @@ def run_all(args: argparse.Namespace, log: TextIO, workdir: Path) -> list[Series
                     raise BenchmarkError(f"{label}, run {number + 1}: {exc}") from None
                 if number >= args.warmup:
                     series.runs.append(run)
+            if not label.startswith("uvx"):
+                series.run_hi_ms = [
+                    measure_run_hi(command, env, workdir, log) for _ in range(args.runs)
+                ]
             all_series.append(series)
-        return all_series
+        return all_series, measure_imports(env, workdir)
     finally:
         fake.close()
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import acp_agent
 from acp_agent.commands import STARTER_PROVIDERS
@@ -36,6 +38,34 @@ def test_the_distribution_is_acp_llm_agent_and_installs_the_acp_agent_command() 
 
 def test_the_package_version_is_the_one_the_code_reports() -> None:
     assert PROJECT["version"] == acp_agent.__version__
+
+
+def _runtime_requirements() -> list[Requirement]:
+    extras = PROJECT.get("optional-dependencies", {}).values()
+    return [
+        Requirement(text) for text in [*PROJECT["dependencies"], *(r for e in extras for r in e)]
+    ]
+
+
+def _locked_versions() -> dict[str, str]:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    return {canonicalize_name(entry["name"]): entry["version"] for entry in lock["package"]}
+
+
+@pytest.mark.parametrize("requirement", _runtime_requirements(), ids=str)
+def test_every_runtime_dependency_has_an_upper_bound_the_locked_version_satisfies(
+    requirement: Requirement,
+) -> None:
+    # A new major (a new minor of a 0.x) of a dependency may break us: CI tests the locked
+    # one, and users get no version CI never ran.
+    bounded = any(spec.operator in ("<", "<=", "==", "~=", "===") for spec in requirement.specifier)
+    locked = _locked_versions().get(canonicalize_name(requirement.name))
+
+    assert bounded, f"{requirement} has no upper bound"
+    assert locked is not None, f"{requirement.name} is not in uv.lock: run `uv lock`"
+    assert requirement.specifier.contains(locked, prereleases=True), (
+        f"uv.lock has {requirement.name} {locked}, outside {requirement.specifier}: run `uv lock`"
+    )
 
 
 def test_the_wheel_ships_the_example_configs_config_init_copies() -> None:

@@ -1,8 +1,10 @@
 """Model providers: the neutral conversation in, neutral stream events out.
 
-Importing this package is cheap: each provider module (and its vendor SDK) loads inside
-`create_provider`, so the server can answer `initialize` before `openai` is imported, and
-can warm the module up in a background thread with `provider_module_for`.
+Importing this package is cheap: each provider module loads inside `create_provider`, and
+can be warmed up in a background thread with `provider_module_for`. The OpenAI and direct
+Anthropic providers send with httpx2 and never import their vendor SDK; only Bedrock,
+Vertex and the rarer Responses API events load one (`_openai_sdk`, `_anthropic_sdk`, the
+only modules that import an SDK), off the event loop.
 
 Provider types beyond the built-in ones come from installed plugins (`acp_agent.plugins`):
 `create_provider` hands their sections to the plugin's `create`, and a plugin that failed

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, assert_never, cast
-
-from anthropic import types as api
+from typing import TYPE_CHECKING, Any, Final, Literal, assert_never, cast
 
 from ..messages import (
     DocumentPart,
@@ -37,6 +35,10 @@ from ..messages import (
 )
 from ._wire import body_with_pieces, dumps
 from .base import ModelRequest, UnsupportedPart
+
+if TYPE_CHECKING:
+    # Annotations only: the SDK is not imported on the direct API's path.
+    from anthropic import types as api
 
 SIGNATURE_KEY = "signature"
 """`ThinkingPart.provider_data` key: the signature of a thinking block."""
@@ -399,6 +401,6 @@ def _mark_last_user_block(turns: _Turns) -> None:
             tail = turns.last_blocks(turn)
             block = tail[-1]
             if block["type"] in ("text", "image", "document", "tool_result"):
-                tail[-1] = cast(api.ContentBlockParam, {**block, "cache_control": _EPHEMERAL})
+                tail[-1] = cast("api.ContentBlockParam", {**block, "cache_control": _EPHEMERAL})
                 turns.tails[turn] = tail
             return

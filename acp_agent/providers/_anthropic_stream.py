@@ -1,8 +1,9 @@
 """Messages API stream events -> neutral events: one small state machine, no I/O.
 
-`EventMapper.on_event` maps the events the SDK builds; `on_payload` reads the common deltas
-(text, thinking, tool input) from an event's decoded JSON without building the SDK's event
-object, the main cost of relaying a fast stream (parity tests prove both paths equal).
+Both read an event's decoded JSON, never the SDK's typed event (so `anthropic` is not
+imported): `EventMapper.on_payload` takes the common deltas (text, thinking, tool input) in
+one quick look, `on_event` every event, leniently: a member of the wrong type counts as
+absent, as in the SDK's lenient build (parity tests prove both paths equal).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
-
-from anthropic import types as api
 
 from ..messages import (
     ModelStopReason,
@@ -57,17 +56,14 @@ class EventMapper:
     def __init__(self) -> None:
         self.finished = False
         """`message_stop` arrived: the stream is complete."""
-        self._tools: dict[int, _ToolBlock] = {}
+        self._tools: dict[object, _ToolBlock] = {}
         self._calls = 0
         self._stop_reason: str | None = None
         self._input = self._output = self._cache_read = self._cache_write = 0
 
     def on_payload(self, payload: Any) -> Iterator[StreamEvent] | None:
-        """The events of a text, thinking or tool-input delta, read from the event's decoded
-        JSON; None for any other event, which `on_event` maps once the SDK built it.
-
-        Nearly every event of a reply is such a delta; reading it straight from the JSON
-        skips building the SDK's typed event, the main cost of relaying a fast stream.
+        """The events of a text, thinking or tool-input delta, in one quick look at the
+        event's JSON; None for any other event, which `on_event` maps.
         """
         if type(payload) is not dict or payload.get("type") != "content_block_delta":
             return None
@@ -93,27 +89,27 @@ class EventMapper:
                 return self._input_json(index, partial)
         return None
 
-    def on_event(self, event: api.RawMessageStreamEvent) -> Iterator[StreamEvent]:
-        # Class and tag both: the SDK builds an unknown event as the union's first class.
-        match event:
-            case api.RawMessageStartEvent(type="message_start"):
-                self._on_message_start(event)
-            case api.RawContentBlockStartEvent(type="content_block_start"):
-                yield from self._on_block_start(event)
-            case api.RawContentBlockDeltaEvent(type="content_block_delta"):
-                yield from self._on_block_delta(event)
-            case api.RawContentBlockStopEvent(type="content_block_stop"):
-                yield from self._on_block_stop(event)
-            case api.RawMessageDeltaEvent(type="message_delta"):
-                self._on_message_delta(event)
-            case api.RawMessageStopEvent(type="message_stop"):
+    def on_event(self, event: Any) -> Iterator[StreamEvent]:
+        if type(event) is not dict:
+            return
+        index = event.get("index")
+        match event.get("type"):
+            case "message_start":
+                self._on_message_start(_object(event.get("message")))
+            case "content_block_start":
+                yield from self._on_block_start(index, _object(event.get("content_block")))
+            case "content_block_delta":
+                yield from self._on_block_delta(index, _object(event.get("delta")))
+            case "content_block_stop":
+                yield from self._on_block_stop(index)
+            case "message_delta":
+                self._on_message_delta(_object(event.get("delta")), _object(event.get("usage")))
+            case "message_stop":
                 self.finished = True
 
     def finish(self) -> Iterator[StreamEvent]:
-        for index in sorted(self._tools):  # never left open by a complete stream; defensive
-            yield from self._on_block_stop(
-                api.RawContentBlockStopEvent(type="content_block_stop", index=index)
-            )
+        for index in list(self._tools):  # never left open by a complete stream; defensive
+            yield from self._on_block_stop(index)
         yield Usage(
             input_tokens=self._input,
             output_tokens=self._output,
@@ -122,67 +118,80 @@ class EventMapper:
         )
         yield Stop(self._stop())
 
-    def _on_message_start(self, event: api.RawMessageStartEvent) -> None:
-        usage = event.message.usage
-        self._input = usage.input_tokens or 0
-        self._output = usage.output_tokens or 0
-        self._cache_read = usage.cache_read_input_tokens or 0
-        self._cache_write = usage.cache_creation_input_tokens or 0
+    def _on_message_start(self, message: dict[str, Any]) -> None:
+        usage = _object(message.get("usage"))
+        self._input = _count(usage.get("input_tokens"))
+        self._output = _count(usage.get("output_tokens"))
+        self._cache_read = _count(usage.get("cache_read_input_tokens"))
+        self._cache_write = _count(usage.get("cache_creation_input_tokens"))
 
-    def _on_block_start(self, event: api.RawContentBlockStartEvent) -> Iterator[StreamEvent]:
-        match event.content_block:
-            case api.TextBlock(type="text") as block:
-                if block.text:
-                    yield TextDelta(block.text)
-            case api.ThinkingBlock(type="thinking") as block:
-                if block.thinking:
-                    yield ThinkingDelta(block.thinking)
-            case api.RedactedThinkingBlock(type="redacted_thinking") as block:
-                yield ThinkingDelta("", provider_data={REDACTED_KEY: block.data})
-            case api.ToolUseBlock(type="tool_use") as block:
-                self._tools[event.index] = _ToolBlock(block.id, block.name, dict(block.input or {}))
+    def _on_block_start(self, index: object, block: dict[str, Any]) -> Iterator[StreamEvent]:
+        match block.get("type"):
+            case "text":
+                if text := _text(block.get("text")):
+                    yield TextDelta(text)
+            case "thinking":
+                if thinking := _text(block.get("thinking")):
+                    yield ThinkingDelta(thinking)
+            case "redacted_thinking":
+                yield ThinkingDelta("", provider_data={REDACTED_KEY: block.get("data")})
+            case "tool_use":
+                call_id, name = _text(block.get("id")) or "", _text(block.get("name")) or ""
+                self._tools[index] = _ToolBlock(call_id, name, dict(_object(block.get("input"))))
                 self._calls += 1
-                yield ToolCallStart(id=block.id, name=block.name)
+                yield ToolCallStart(id=call_id, name=name)
 
-    def _on_block_delta(self, event: api.RawContentBlockDeltaEvent) -> Iterator[StreamEvent]:
-        match event.delta:
-            case api.TextDelta(type="text_delta") as delta:
-                if delta.text:
-                    yield TextDelta(delta.text)
-            case api.ThinkingDelta(type="thinking_delta") as delta:
-                if delta.thinking:
-                    yield ThinkingDelta(delta.thinking)
-            case api.SignatureDelta(type="signature_delta") as delta:
-                yield ThinkingDelta("", provider_data={SIGNATURE_KEY: delta.signature})
-            case api.InputJSONDelta(type="input_json_delta") as delta:
-                yield from self._input_json(event.index, delta.partial_json)
+    def _on_block_delta(self, index: object, delta: dict[str, Any]) -> Iterator[StreamEvent]:
+        match delta.get("type"):
+            case "text_delta":
+                if text := _text(delta.get("text")):
+                    yield TextDelta(text)
+            case "thinking_delta":
+                if thinking := _text(delta.get("thinking")):
+                    yield ThinkingDelta(thinking)
+            case "signature_delta":
+                yield ThinkingDelta("", provider_data={SIGNATURE_KEY: delta.get("signature")})
+            case "input_json_delta":
+                yield from self._input_json(index, _text(delta.get("partial_json")) or "")
 
-    def _input_json(self, index: int, partial: str) -> Iterator[StreamEvent]:
+    def _input_json(self, index: object, partial: str) -> Iterator[StreamEvent]:
         tool = self._tools.get(index)
         if tool is not None and partial:
             tool.fragments.append(partial)
             yield ToolCallArgsDelta(id=tool.id, delta=partial)
 
-    def _on_block_stop(self, event: api.RawContentBlockStopEvent) -> Iterator[StreamEvent]:
-        tool = self._tools.pop(event.index, None)
+    def _on_block_stop(self, index: object) -> Iterator[StreamEvent]:
+        tool = self._tools.pop(index, None)
         if tool is not None:
             raw = "".join(tool.fragments)
             arguments = parse_tool_arguments(raw) if raw.strip() else tool.initial
             yield ToolCallEnd(ToolCallPart(id=tool.id, name=tool.name, arguments=arguments))
 
-    def _on_message_delta(self, event: api.RawMessageDeltaEvent) -> None:
-        if event.delta.stop_reason is not None:
-            self._stop_reason = event.delta.stop_reason
-        usage = event.usage  # cumulative counts; the input ones only on newer API versions
-        self._output = usage.output_tokens or self._output
-        if usage.input_tokens is not None:
-            self._input = usage.input_tokens
-        if usage.cache_read_input_tokens is not None:
-            self._cache_read = usage.cache_read_input_tokens
-        if usage.cache_creation_input_tokens is not None:
-            self._cache_write = usage.cache_creation_input_tokens
+    def _on_message_delta(self, delta: dict[str, Any], usage: dict[str, Any]) -> None:
+        if reason := _text(delta.get("stop_reason")):
+            self._stop_reason = reason
+        # Cumulative counts; the input ones only on newer API versions.
+        self._output = _count(usage.get("output_tokens")) or self._output
+        if type(tokens := usage.get("input_tokens")) is int:
+            self._input = tokens
+        if type(tokens := usage.get("cache_read_input_tokens")) is int:
+            self._cache_read = tokens
+        if type(tokens := usage.get("cache_creation_input_tokens")) is int:
+            self._cache_write = tokens
 
     def _stop(self) -> ModelStopReason:
         reason = _STOP_REASONS.get(self._stop_reason or "", "end_turn")
         # "tool_use" without a single call would leave the engine nothing to run.
         return "end_turn" if reason == "tool_use" and not self._calls else reason
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if type(value) is dict else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int:
+    return value if type(value) is int else 0

@@ -2,7 +2,8 @@
 translated), hand out the neutral events, and on any exit (the reply done, an error, a
 cancelled turn, a consumer that stopped early) close the events and release the response.
 
-Each vendor fills in how the request is sent, which exceptions its client raises and their
+Each vendor fills in how the request is sent (httpx2 directly, or a cloud SDK's client,
+which hands back its httpx2 response), which exceptions its client raises and their
 translation, and the loop that maps raw events. That loop stays in the vendor module: it is
 each provider's hot path, and one more generator layer would cost on every chunk.
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Protocol, TypeVar
 
 import anyio
+import httpx2
 
 from ..messages import StreamEvent
 from .base import UnsupportedPart
@@ -23,23 +24,17 @@ from .errors import ProviderError, ProviderUnavailable
 CLOSE_TIMEOUT = 2.0
 
 
-class _Closable(Protocol):
-    async def close(self) -> None: ...
-
-
-_Response = TypeVar("_Response", bound=_Closable)
-
-
 @asynccontextmanager
 async def open_stream(
     provider: str,
-    send: Callable[[], Awaitable[_Response]],
-    events: Callable[[_Response], AsyncGenerator[StreamEvent]],
+    send: Callable[[], Awaitable[httpx2.Response]],
+    events: Callable[[httpx2.Response], AsyncGenerator[StreamEvent]],
     *,
     errors: tuple[type[Exception], ...],
     translate: Callable[[Exception], ProviderError],
 ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """Entering sends the request (`send`); the events are `events(response)`.
+    """Entering sends the request (`send`, which hands back the unread response); the
+    events are `events(response)`.
 
     `errors` are the exceptions of the vendor's client that `translate` knows; a part the
     API cannot carry (`UnsupportedPart`, raised while building the body) is a
@@ -58,7 +53,7 @@ async def open_stream(
         await stream.aclose()
         # Shielded: a cancelled turn must still release the HTTP connection right away.
         with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-            await response.close()
+            await response.aclose()
 
 
 def ended_early(provider: str) -> ProviderUnavailable:

@@ -2,9 +2,10 @@
 
 Pure functions and one small state machine, no I/O. `to_messages` is the request mapping;
 the provider sends what `encode_message` makes of each message (the same, serialised, and
-cached per message), and `ChunkMapper.on_payload` reads the common plain deltas from a
-chunk's JSON without building the SDK's chunk object (parity tests prove both equal the
-full mapping). Server differences handled here:
+cached per message). The stream mapping reads each chunk's decoded JSON (the SDK's types
+serve as annotations only, so `openai` is never imported): `ChunkMapper.on_payload` takes
+the common plain deltas in one quick look, `on_chunk` every chunk (parity tests prove both
+give the same events). Server differences handled here:
 reasoning arrives as `reasoning_content` (DeepSeek, older vLLM) or `reasoning` (Ollama,
 OpenRouter, newer vLLM); Ollama ends tool calls with finish_reason "stop"; Azure opens with
 a chunk without choices; some servers put usage on the finishing chunk instead of its own.
@@ -16,23 +17,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, assert_never
-
-from openai.types.chat import (
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionChunk,
-    ChatCompletionContentPartImageParam,
-    ChatCompletionContentPartParam,
-    ChatCompletionContentPartTextParam,
-    ChatCompletionFunctionToolParam,
-    ChatCompletionMessageFunctionToolCallParam,
-    ChatCompletionMessageParam,
-    ChatCompletionToolMessageParam,
-    ChatCompletionUserMessageParam,
-)
-from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
-from openai.types.chat.chat_completion_content_part_param import File
-from openai.types.completion_usage import CompletionUsage
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ..messages import (
     DocumentPart,
@@ -57,6 +42,22 @@ from ..messages import (
 )
 from ._wire import dumps
 from .base import UnsupportedPart, parse_tool_arguments
+
+if TYPE_CHECKING:
+    # Annotations only: the SDK is not imported (its import costs a second).
+    from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionContentPartImageParam,
+        ChatCompletionContentPartParam,
+        ChatCompletionContentPartTextParam,
+        ChatCompletionFunctionToolParam,
+        ChatCompletionMessageFunctionToolCallParam,
+        ChatCompletionMessageParam,
+        ChatCompletionToolMessageParam,
+        ChatCompletionUserMessageParam,
+    )
+    from openai.types.chat.chat_completion_content_part_param import File
+
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning")
 _STOP_REASONS: dict[str, ModelStopReason] = {
@@ -230,7 +231,7 @@ class ChunkMapper:
         chunk (usage, a finish reason, a refusal, a new call ...), which `on_chunk` maps.
 
         Nearly every chunk of a reply is such a delta; reading it straight from the JSON
-        skips building the SDK's typed chunk, the main cost of relaying a fast stream.
+        skips walking the chunk member by member, the main cost of relaying a fast stream.
         """
         try:
             if payload.get("usage") is not None:
@@ -287,13 +288,20 @@ class ChunkMapper:
             return None
         return call
 
-    def on_chunk(self, chunk: ChatCompletionChunk) -> Iterator[StreamEvent]:
-        if chunk.usage is not None:
-            self._usage = _usage(chunk.usage)
-        for choice in chunk.choices:
-            yield from self._on_delta(choice.delta)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+    def on_chunk(self, chunk: Any) -> Iterator[StreamEvent]:
+        """The events of any chunk (its decoded JSON), read leniently: a member of the wrong
+        type counts as absent, as in the SDK's lenient build of a loose chunk."""
+        if not isinstance(chunk, dict):
+            return
+        if isinstance(usage := chunk.get("usage"), dict):
+            self._usage = _usage(usage)
+        for choice in _list(chunk.get("choices")):
+            if not isinstance(choice, dict):
+                continue
+            if isinstance(delta := choice.get("delta"), dict):
+                yield from self._on_delta(delta)
+            if reason := _text(choice.get("finish_reason")):
+                self.finish_reason = reason
 
     def finish(self) -> Iterator[StreamEvent]:
         for call in self._calls:
@@ -305,34 +313,39 @@ class ChunkMapper:
             yield self._usage
         yield Stop(self._stop_reason())
 
-    def _on_delta(self, delta: ChoiceDelta) -> Iterator[StreamEvent]:
+    def _on_delta(self, delta: dict[str, Any]) -> Iterator[StreamEvent]:
         if reasoning := _reasoning(delta):
             yield ThinkingDelta(reasoning)
-        if delta.content:
-            yield TextDelta(delta.content)
-        if delta.refusal:
+        if content := _text(delta.get("content")):
+            yield TextDelta(content)
+        if refusal := _text(delta.get("refusal")):
             self._refused = True
-            yield TextDelta(delta.refusal)
-        for tool_delta in delta.tool_calls or ():
-            yield from self._on_tool_delta(tool_delta)
+            yield TextDelta(refusal)
+        for tool_delta in _list(delta.get("tool_calls")):
+            if isinstance(tool_delta, dict):
+                yield from self._on_tool_delta(tool_delta)
 
-    def _on_tool_delta(self, delta: ChoiceDeltaToolCall) -> Iterator[StreamEvent]:
-        call = self._by_index.get(delta.index)
+    def _on_tool_delta(self, delta: dict[str, Any]) -> Iterator[StreamEvent]:
+        index = delta.get("index")
+        index = index if type(index) is int else 0  # a server that numbers nothing
+        call_id = _text(delta.get("id"))
+        call = self._by_index.get(index)
         # A new id at a known index is a new call: some servers number every call 0.
-        if call is None or (delta.id and delta.id != call.id):
-            call = _PendingCall(id=delta.id or f"call_{len(self._calls) + 1}")
+        if call is None or (call_id and call_id != call.id):
+            call = _PendingCall(id=call_id or f"call_{len(self._calls) + 1}")
             self._calls.append(call)
-            self._by_index[delta.index] = call
-        function = delta.function
-        fragment = function.arguments if function is not None else None
+            self._by_index[index] = call
+        function = delta.get("function")
+        function = function if isinstance(function, dict) else {}
+        fragment = _text(function.get("arguments"))
         if fragment:
             call.fragments.append(fragment)
         if call.started:
             if fragment:
                 yield ToolCallArgsDelta(id=call.id, delta=fragment)
             return
-        if function is not None and function.name:
-            call.name = function.name
+        if name := _text(function.get("name")):
+            call.name = name
             call.started = True
             yield ToolCallStart(id=call.id, name=call.name)
             if call.fragments:
@@ -350,23 +363,34 @@ class ChunkMapper:
         return "end_turn" if reason == "tool_use" else reason
 
 
-def _reasoning(delta: ChoiceDelta) -> str | None:
-    extra = delta.model_extra or {}
+def _reasoning(delta: dict[str, Any]) -> str | None:
     for name in _REASONING_FIELDS:
-        value = extra.get(name)
-        if isinstance(value, str) and value:
+        if value := _text(delta.get(name)):
             return value
     return None
 
 
-def _usage(usage: CompletionUsage) -> Usage:
+def _usage(usage: dict[str, Any]) -> Usage:
     # `prompt_tokens` counts cached tokens too; `Usage` keeps the three kinds apart.
-    details = usage.prompt_tokens_details
-    cached = (details.cached_tokens or 0) if details else 0
-    written = (details.cache_write_tokens or 0) if details else 0
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached = _count(details.get("cached_tokens"))
+    written = _count(details.get("cache_write_tokens"))
     return Usage(
-        input_tokens=max(0, (usage.prompt_tokens or 0) - cached - written),
-        output_tokens=usage.completion_tokens or 0,
+        input_tokens=max(0, _count(usage.get("prompt_tokens")) - cached - written),
+        output_tokens=_count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int:
+    return value if type(value) is int else 0
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,15 +1,22 @@
-"""What the Chat Completions and Responses providers share: the SDK client, the API key,
-sending a request body and opening its stream (the skeleton in `_http_stream`), and what the
-SDK's and the transport's errors report, handed to the one error table (`_error_table`).
+"""What the Chat Completions and Responses providers share: the HTTP client, the API key,
+sending a request body and opening its stream (the skeleton in `_http_stream`), and what
+the server's and the transport's errors report, handed to the one error table
+(`_error_table`).
+
+Requests go out with httpx2 directly (`_http_client`), as the `openai` SDK would send them
+(the same URL, authentication, `api-version` and JSON body): the SDK is never imported on
+this path, which saves its second of imports before the first request.
 
 Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 
 - `openai`: api.openai.com (or `base_url`), key from `OPENAI_API_KEY` unless configured;
+  `OPENAI_ORG_ID` and `OPENAI_PROJECT_ID` are sent as the SDK sends them;
 - `openai-compatible`: any server speaking the API; a placeholder key when none is set
   (so does `openai` when `base_url` is a local server: Ollama, LM Studio, vLLM);
 - `azure-openai`: `base_url` is the resource endpoint (https://NAME.openai.azure.com): model
-  ids name deployments and every call carries `api-version`. A `base_url` ending in
-  `/openai/v1` is Azure's versionless v1 API instead, which the plain client speaks.
+  ids name deployments, the key goes in `api-key` and every call carries `api-version`. A
+  `base_url` ending in `/openai/v1` is Azure's versionless v1 API instead, which is called
+  like any OpenAI-compatible server.
 """
 
 from __future__ import annotations
@@ -19,18 +26,16 @@ import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import httpx2
-import openai
-from openai._base_client import make_request_options
-from openai._constants import RAW_RESPONSE_HEADER
-from openai._response import AsyncAPIResponse
-from openai._utils import path_template
 
+from .. import __version__
 from ..local_addresses import is_local_url
 from ..messages import StreamEvent
-from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
+from ._error_table import Endpoint, Failure, error_for, transport_error
+from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_client, post_stream
 from ._http_stream import open_stream
 from ._transport import redact
 from .errors import AuthError, ProviderError, login_fix
@@ -46,19 +51,20 @@ AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
 AZURE_API_VERSION = "2025-04-01-preview"
 """The oldest Azure API version with the Responses API, reasoning summaries and encrypted
 reasoning; used when `api_version` is not configured."""
-# Local servers (Ollama, vLLM) ignore the key, but the SDK refuses to send a request without one.
+# Local servers (Ollama, vLLM) ignore the key, but many proxies refuse a request without one.
 PLACEHOLDER_KEY = "not-needed"
 STORED_KEY_ORIGIN = "`acp-agent login`"
 """Where a key came from when it was the one `acp-agent login` stored (the last resort)."""
-# Everything `translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
-VENDOR_ERRORS = (openai.OpenAIError, httpx2.HTTPError, json.JSONDecodeError)
+USER_AGENT = f"acp-agent/{__version__}"
+# The variables the SDK reads for the organization and project headers.
+_ACCOUNT_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 _AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
 # The paths we call that Azure serves per deployment (`/deployments/{model}/...`).
 _AZURE_DEPLOYMENT_PATHS = frozenset({"/chat/completions"})
 
 
 class OpenAIConnection:
-    """One provider's client (created on first use), its streams and its errors."""
+    """One provider's HTTP client (created on first use), its streams and its errors."""
 
     def __init__(self, name: str, config: OpenAIProviderConfig, env: Mapping[str, str]) -> None:
         self.name = name
@@ -68,12 +74,14 @@ class OpenAIConnection:
         self._key_origin: str | None = None
         """Where the key came from: a variable's name, the config key, None for the
         placeholder."""
-        self._client: openai.AsyncOpenAI | None = None
+        self._client: httpx2.AsyncClient | None = None
+        self._headers: dict[str, str] = {}
 
-    def client(self) -> openai.AsyncOpenAI:
+    def client(self) -> httpx2.AsyncClient:
         if self._client is None:
             self._key = self._api_key()
-            self._client = self._make_client(self._key)
+            self._headers = self._request_headers(self._key)
+            self._client = new_client(self.config.timeout)
         return self._client
 
     def model(self, model_id: str) -> ModelConfig | None:
@@ -83,63 +91,56 @@ class OpenAIConnection:
     async def aclose(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            await client.close()
+            await client.aclose()
 
     def open_stream(
         self,
-        send: Callable[[], Awaitable[AsyncAPIResponse[Any]]],
-        events: Callable[[AsyncAPIResponse[Any]], AsyncGenerator[StreamEvent]],
+        send: Callable[[], Awaitable[httpx2.Response]],
+        events: Callable[[httpx2.Response], AsyncGenerator[StreamEvent]],
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         """The stream skeleton (`_http_stream`) with this client's errors."""
         self.client()  # a missing key fails here, before any work
-        return open_stream(self.name, send, events, errors=VENDOR_ERRORS, translate=self.translate)
+        return open_stream(
+            self.name, send, events, errors=TRANSPORT_ERRORS, translate=self.translate
+        )
 
-    async def post_stream(
-        self, path: str, body: bytes, *, model: str, cast_to: type[Any], stream_cls: type[Any]
-    ) -> AsyncAPIResponse[Any]:
-        """POST an encoded JSON body; the response comes back unread, to stream its bytes.
-
-        This is what `create(...)` on the SDK's `with_streaming_response` does, minus the
-        walk of the whole request through the SDK's parameter transform and its JSON
-        encoding: the body comes encoded (most of it cached per message, see
-        `_message_cache`). Headers, authentication, the URL, timeouts and the exceptions
-        for error statuses are the SDK client's own.
-        """
+    async def post_stream(self, path: str, body: bytes, *, model: str) -> httpx2.Response:
+        """POST an encoded JSON body to `path` (under the base URL); the response comes back
+        unread, to stream its bytes. The body comes encoded (most of it cached per message,
+        see `_message_cache`)."""
         client = self.client()
-        if (
-            path in _AZURE_DEPLOYMENT_PATHS
-            and isinstance(client, openai.AsyncAzureOpenAI)
-            and "/deployments" not in str(client.base_url.path)
-        ):
-            # What `AsyncAzureOpenAI._build_request` does to a body it can read.
-            path = path_template("/deployments/{model}", model=model) + path
-        options = make_request_options(
-            extra_headers={RAW_RESPONSE_HEADER: "stream"}, security={"bearer_auth": True}
+        params = None
+        base = self.base_url().rstrip("/")
+        if self._azure_deployments():
+            base += "/openai"
+            params = {"api-version": self.config.api_version or AZURE_API_VERSION}
+            if path in _AZURE_DEPLOYMENT_PATHS and "/deployments" not in base:
+                path = f"/deployments/{quote(model, safe='')}{path}"
+        return await post_stream(
+            client, base + path, headers=self._headers, content=body, params=params
         )
-        response = await client.post(
-            path, cast_to=cast_to, content=body, options=options, stream=True, stream_cls=stream_cls
-        )
-        return cast(AsyncAPIResponse[Any], response)
 
     # --- client and key --------------------------------------------------------------------
 
-    def _make_client(self, key: str) -> openai.AsyncOpenAI:
-        config = self.config
-        if config.type == "azure-openai" and not _AZURE_V1_PATH.search(self.base_url()):
-            return openai.AsyncAzureOpenAI(
-                azure_endpoint=self.base_url(),
-                api_version=config.api_version or AZURE_API_VERSION,
-                api_key=key,
-                timeout=config.timeout,
-                max_retries=0,
-            )
-        return openai.AsyncOpenAI(
-            api_key=key,
-            # Explicit, so OPENAI_BASE_URL cannot silently redirect a configured provider.
-            base_url=self.base_url(),
-            timeout=config.timeout,
-            max_retries=0,
-        )
+    def _azure_deployments(self) -> bool:
+        """Azure's deployment API (not its versionless v1 API, called like OpenAI's)."""
+        return self.config.type == "azure-openai" and not _AZURE_V1_PATH.search(self.base_url())
+
+    def _request_headers(self, key: str) -> dict[str, str]:
+        """What the SDK's client sends with every request (its telemetry headers aside)."""
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        if self._azure_deployments():
+            headers["api-key"] = key
+            return headers
+        headers["Authorization"] = f"Bearer {key}"
+        for variable, header in _ACCOUNT_HEADERS.items():
+            if value := self._env.get(variable):
+                headers[header] = value
+        return headers
 
     def _default_key_env(self) -> str:
         return AZURE_KEY_ENV if self.config.type == "azure-openai" else DEFAULT_KEY_ENV
@@ -160,8 +161,8 @@ class OpenAIConnection:
             return stored
         local = is_local_url(self.base_url())
         if config.type == "openai-compatible" or local:
-            # Local servers (Ollama, LM Studio, vLLM) ignore the key, but the SDK refuses to
-            # send a request without one.
+            # Local servers (Ollama, LM Studio, vLLM) ignore the key; a placeholder keeps
+            # proxies that want some key content.
             unset = f"{variable} is not set" if variable else "no api_key_env configured"
             where = "a local server" if local else "an OpenAI-compatible server"
             log.info(
@@ -197,25 +198,15 @@ class OpenAIConnection:
     # --- errors ----------------------------------------------------------------------------
 
     def translate(self, exc: Exception) -> ProviderError:
-        """What the SDK or the transport raised, as the error table's input."""
+        """What the server or the transport reported, as the error table's input."""
         endpoint = self._endpoint()
         match exc:
-            case openai.APIStatusError():
-                failure = Failure(
-                    exc.status_code,
-                    _error_code(exc.body),
-                    _vendor_message(exc),
-                    exc.response.headers,
-                    str(exc.request.url),
-                )
-                return error_for(failure, endpoint)
-            case openai.APITimeoutError():
-                return timed_out(endpoint)
-            case openai.APIConnectionError():
-                return transport_error(exc.__cause__ or exc, endpoint)
-            case openai.APIError():
-                # An error event inside an otherwise successful stream.
-                return self.stream_error(_error_code(exc.body), _vendor_message(exc))
+            case HttpStatusError():
+                body, fallback = error_body(exc)
+                # OpenAI and vLLM answer {"error": {...}}, Ollama {"error": "..."}.
+                detail = body.get("error", body) if isinstance(body, Mapping) else body
+                code, message = error_parts(detail, fallback)
+                return error_for(Failure(exc.status, code, message, exc.headers, exc.url), endpoint)
             case httpx2.HTTPError() | json.JSONDecodeError():
                 return transport_error(exc, endpoint)
         return ProviderError(self.name, self.redact(str(exc)) or type(exc).__name__)
@@ -254,22 +245,18 @@ class OpenAIConnection:
         return redact(text, self._real_key())
 
 
-def _vendor_message(exc: openai.APIError) -> str:
-    # The SDK hands over the `error` member of the body: an object for OpenAI and vLLM,
-    # a bare string for Ollama, raw text for proxies that answer with HTML.
-    body = exc.body
-    if isinstance(body, Mapping):
-        message = body.get("message")
-        if isinstance(message, str) and message:
-            return message
-    if isinstance(body, str) and body.strip():
-        return body.strip()[:500]
-    return exc.message
+def error_parts(error: object, fallback: str) -> tuple[str | None, str]:
+    """The code and message of an `error` the server sent (an object, a bare string, or a
+    proxy's text); `fallback` when it says nothing readable."""
+    if isinstance(error, Mapping):
+        message = error.get("message")
+        return _error_code(error), message if isinstance(message, str) and message else fallback
+    if isinstance(error, str) and error.strip():
+        return None, error.strip()[:500]
+    return None, fallback
 
 
-def _error_code(body: object) -> str | None:
-    if not isinstance(body, Mapping):
-        return None
+def _error_code(body: Mapping[str, object]) -> str | None:
     for key in ("code", "type"):
         value = body.get(key)
         if isinstance(value, str) and value:

@@ -2,8 +2,9 @@
 
 Pure functions and one small state machine, no I/O. `to_input` is the request mapping; the
 provider sends what `encode_input` makes of each message (the same, serialised, cached per
-message), and `ResponseEventMapper.on_payload` reads the hot delta events from their JSON
-without building the SDK's event objects (parity tests prove both equal the full mapping).
+message), and `ResponseEventMapper.on_payload` reads the hot delta, lifecycle and terminal
+events from their JSON without the SDK; `on_event` maps every other event once the SDK
+built it (`_openai_sdk`, parity tests prove both equal the full mapping).
 Requests are stateless (`store=false`), so everything the model needs is sent every time,
 reasoning included:
 
@@ -20,38 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never, cast
-
-from openai._models import construct_type
-from openai.types.responses import (
-    EasyInputMessageParam,
-    FunctionToolParam,
-    ResponseCompletedEvent,
-    ResponseErrorEvent,
-    ResponseFailedEvent,
-    ResponseFunctionCallArgumentsDeltaEvent,
-    ResponseFunctionCallOutputItemParam,
-    ResponseFunctionToolCall,
-    ResponseFunctionToolCallParam,
-    ResponseIncompleteEvent,
-    ResponseInputContentParam,
-    ResponseInputFileParam,
-    ResponseInputImageParam,
-    ResponseInputItemParam,
-    ResponseInputTextParam,
-    ResponseOutputItemAddedEvent,
-    ResponseOutputItemDoneEvent,
-    ResponseOutputMessage,
-    ResponseReasoningItem,
-    ResponseReasoningItemParam,
-    ResponseReasoningSummaryTextDeltaEvent,
-    ResponseReasoningTextDeltaEvent,
-    ResponseRefusalDeltaEvent,
-    ResponseStreamEvent,
-    ResponseTextDeltaEvent,
-    ResponseUsage,
-)
-from openai.types.responses.response_input_param import FunctionCallOutput
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ..messages import (
     DocumentPart,
@@ -77,6 +47,27 @@ from ..messages import (
 from ._openai_chat_mapping import file_name
 from ._wire import dumps
 from .base import UnsupportedPart, parse_tool_arguments
+
+if TYPE_CHECKING:
+    # Annotations only; what `on_event` matches on comes from `_openai_sdk`, which the
+    # provider loads (off the event loop) before the first event that needs it.
+    from openai.types.responses import (
+        EasyInputMessageParam,
+        FunctionToolParam,
+        ResponseFunctionCallOutputItemParam,
+        ResponseFunctionToolCall,
+        ResponseFunctionToolCallParam,
+        ResponseInputContentParam,
+        ResponseInputFileParam,
+        ResponseInputImageParam,
+        ResponseInputItemParam,
+        ResponseInputTextParam,
+        ResponseReasoningItem,
+        ResponseReasoningItemParam,
+        ResponseStreamEvent,
+        ResponseUsage,
+    )
+    from openai.types.responses.response_input_param import FunctionCallOutput
 
 REASONING_KEY_PREFIX = "openai_reasoning:"
 """`ThinkingPart.provider_data` keys that carry one Responses API reasoning item each."""
@@ -362,13 +353,13 @@ class ResponseEventMapper:
             return None
         match kind:
             case "response.completed":
-                self._end(_construct_usage(usage))
+                self._end(_json_usage(usage))
                 self._stop = self._completed_stop()
             case "response.incomplete":
                 details = response.get("incomplete_details")
                 if details is not None and (type(details) is not dict or "reason" not in details):
                     return None
-                self._end(_construct_usage(usage))
+                self._end(_json_usage(usage))
                 reason = details["reason"] if details is not None else None
                 self._stop = "refusal" if reason == "content_filter" else "max_tokens"
             case _:  # response.failed
@@ -381,6 +372,22 @@ class ResponseEventMapper:
         return iter(())
 
     def on_event(self, event: ResponseStreamEvent) -> Iterator[StreamEvent]:
+        """The events of any event the SDK built (`_openai_sdk.response_event`)."""
+        from ._openai_sdk import (
+            ResponseCompletedEvent,
+            ResponseErrorEvent,
+            ResponseFailedEvent,
+            ResponseFunctionCallArgumentsDeltaEvent,
+            ResponseFunctionToolCall,
+            ResponseIncompleteEvent,
+            ResponseOutputItemAddedEvent,
+            ResponseOutputItemDoneEvent,
+            ResponseReasoningSummaryTextDeltaEvent,
+            ResponseReasoningTextDeltaEvent,
+            ResponseRefusalDeltaEvent,
+            ResponseTextDeltaEvent,
+        )
+
         match event:
             case ResponseTextDeltaEvent(delta=delta):
                 yield from self._text(delta)
@@ -400,10 +407,10 @@ class ResponseEventMapper:
             case ResponseOutputItemDoneEvent():
                 yield from self._item_done(event.output_index, event.item)
             case ResponseCompletedEvent(response=response):
-                self._end(response.usage)
+                self._end(_sdk_usage(response.usage))
                 self._stop = self._completed_stop()
             case ResponseIncompleteEvent(response=response):
-                self._end(response.usage)
+                self._end(_sdk_usage(response.usage))
                 details = response.incomplete_details
                 reason = details.reason if details is not None else None
                 self._stop = "refusal" if reason == "content_filter" else "max_tokens"
@@ -443,6 +450,12 @@ class ResponseEventMapper:
         yield ThinkingDelta(delta)
 
     def _item_done(self, index: int, item: object) -> Iterator[StreamEvent]:
+        from ._openai_sdk import (
+            ResponseFunctionToolCall,
+            ResponseOutputMessage,
+            ResponseReasoningItem,
+        )
+
         match item:
             case ResponseFunctionToolCall():
                 yield from self._call_done(index, item)
@@ -477,10 +490,10 @@ class ResponseEventMapper:
                 text = _SUMMARY_SEPARATOR + text
             yield ThinkingDelta(text, data)
 
-    def _end(self, usage: ResponseUsage | None) -> None:
+    def _end(self, usage: Usage | None) -> None:
         self.done = True
         if usage is not None:
-            self._usage = _usage(usage)
+            self._usage = usage
 
     def _completed_stop(self) -> ModelStopReason:
         if self._ended_calls:
@@ -496,22 +509,43 @@ def _failed(code: str | None, message: str) -> Iterator[StreamEvent]:
     raise ResponseFailed(code, message)
 
 
-def _construct_usage(usage: dict[str, Any] | None) -> ResponseUsage | None:
-    """The usage as the SDK builds it inside a response: leniently."""
+def _json_usage(usage: dict[str, Any] | None) -> Usage | None:
+    """The usage of a terminal event, read from its JSON as leniently as the SDK builds it."""
     if usage is None:
         return None
-    return cast(ResponseUsage, construct_type(type_=ResponseUsage, value=usage))
-
-
-def _usage(usage: ResponseUsage) -> Usage:
-    # `input_tokens` counts cached tokens too; `Usage` keeps the three kinds apart. Servers
-    # other than OpenAI may leave the details out.
-    details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", 0) or 0
-    written = getattr(details, "cache_write_tokens", 0) or 0
-    return Usage(
-        input_tokens=max(0, (usage.input_tokens or 0) - cached - written),
-        output_tokens=usage.output_tokens or 0,
-        cache_read_tokens=cached,
-        cache_write_tokens=written,
+    details = usage.get("input_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    return _counted(
+        usage.get("input_tokens"),
+        usage.get("output_tokens"),
+        details.get("cached_tokens"),
+        details.get("cache_write_tokens"),
     )
+
+
+def _sdk_usage(usage: ResponseUsage | None) -> Usage | None:
+    if usage is None:
+        return None
+    # Servers other than OpenAI may leave the details out.
+    details = getattr(usage, "input_tokens_details", None)
+    return _counted(
+        usage.input_tokens,
+        usage.output_tokens,
+        getattr(details, "cached_tokens", 0),
+        getattr(details, "cache_write_tokens", 0),
+    )
+
+
+def _counted(inputs: object, outputs: object, cached: object, written: object) -> Usage:
+    # `input_tokens` counts cached tokens too; `Usage` keeps the three kinds apart.
+    cache_read, cache_write = _count(cached), _count(written)
+    return Usage(
+        input_tokens=max(0, _count(inputs) - cache_read - cache_write),
+        output_tokens=_count(outputs),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def _count(value: object) -> int:
+    return value if type(value) is int else 0

@@ -1,16 +1,17 @@
 """Anthropic's Messages API: directly, or through Amazon Bedrock or Google Vertex AI.
 
-The request and stream mappers live in `_anthropic_mapping`; this module owns the SDK
-client (and the optional extras Bedrock and Vertex need), the API key, and what the SDK's
-errors report, handed as plain data to the one error table (`_error_table`); the stream's
-open and close are the shared skeleton's (`_http_stream`).
+The request and stream mappers live in `_anthropic_mapping` and `_anthropic_stream`; this
+module owns the HTTP client, the API key, and what the server's errors report, handed as
+plain data to the one error table (`_error_table`); the stream's open and close are the
+shared skeleton's (`_http_stream`).
 
-Each message's blocks are made once (`_message_cache`); the direct API gets the request as
-JSON built from their cached encoding, Bedrock and Vertex (whose clients rewrite the body)
-the SDK's arguments. The stream is read raw: server-sent events parsed from the bytes (or
-by the client's own decoder, Bedrock's binary event stream), the hot deltas straight from
-their JSON, every other event built by the SDK's `construct_type`, exactly as its typed
-stream would (`_events` mirrors `anthropic.AsyncStream`, errors included).
+The direct API is called with httpx2 (`_http_client`), as the `anthropic` SDK would call it
+(the same URL, `anthropic-version`, authentication and JSON body, built from each message's
+cached blocks, `_message_cache`): the SDK is not imported on this path. Bedrock and Vertex
+keep the SDK's clients, which sign their requests (`_anthropic_sdk`, imported in a worker
+thread on their first request). Either way the stream is read raw: server-sent events
+parsed from the bytes (or by the client's own decoder, Bedrock's binary event stream), and
+every event mapped from its JSON.
 
 Errors that are this module's own, beside the table's:
 
@@ -21,32 +22,20 @@ Errors that are this module's own, beside the table's:
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
-import anthropic
 import httpx2
-from anthropic import AsyncStream, omit
-from anthropic._base_client import make_request_options
-from anthropic._constants import RAW_RESPONSE_HEADER
-from anthropic._models import construct_type
-from anthropic._response import AsyncAPIResponse
-from anthropic._streaming import SSEBytesDecoder, SSEDecoder
-from anthropic.resources.messages import AsyncMessages
-from anthropic.types import Message, RawMessageStreamEvent
 
+from .. import __version__
 from ..messages import StreamEvent
-from ._anthropic_mapping import (
-    MessageBlocks,
-    message_blocks,
-    to_body,
-    to_params,
-)
+from . import _lazy_import
+from ._anthropic_mapping import MessageBlocks, message_blocks, to_body, to_params
 from ._anthropic_stream import EventMapper
 from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
+from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_client, post_stream
 from ._http_stream import ended_early, open_stream
 from ._message_cache import ConvertedMessages
 from ._transport import checked_event_stream, redact
@@ -56,30 +45,15 @@ from .errors import AuthError, ProviderError, login_fix
 
 if TYPE_CHECKING:
     from ..config import AnthropicProviderConfig
+    from ._anthropic_sdk import CloudClient
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
-# The extra each cloud type needs: (pip extra, a module it installs, what it is for).
-AnyAnthropicClient = (
-    anthropic.AsyncAnthropic | anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
-)
-
-_EXTRAS = {
-    "anthropic-bedrock": ("bedrock", "boto3", "Amazon Bedrock"),
-    "anthropic-vertex": ("vertex", "google.auth", "Google Vertex AI"),
-}
-# Credential failures of the cloud SDKs, which the Anthropic SDK lets through unwrapped.
-_CLOUD_AUTH_ERRORS = {
-    "anthropic-bedrock": ("botocore.exceptions", "BotoCoreError"),
-    "anthropic-vertex": ("google.auth.exceptions", "GoogleAuthError"),
-}
-
-# Everything `_translate` knows; the SDK lets a malformed SSE data line escape as JSON errors.
-_VENDOR_ERRORS: tuple[type[Exception], ...] = (
-    anthropic.AnthropicError,
-    httpx2.HTTPError,
-    json.JSONDecodeError,
-)
+API_VERSION = "2026-10-21"
+"""The `anthropic-version` header: the SDK's `ANTHROPIC_API_VERSION` (a test holds them
+equal), the API version whose events the mapping reads."""
+USER_AGENT = f"acp-agent/{__version__}"
+_SDK = "acp_agent.providers._anthropic_sdk"
 
 
 class AnthropicProvider:
@@ -92,22 +66,25 @@ class AnthropicProvider:
         """The variable (or config key) the key came from, to name it when it is refused."""
         self._key_is_stored = False
         """The key is the one `acp-agent login` stored (neither config nor env gave one)."""
-        self._sdk_client: AnyAnthropicClient | None = None
-        self._messages: AsyncMessages | None = None
-        self._errors = _VENDOR_ERRORS
+        self._http: httpx2.AsyncClient | None = None
+        self._headers: dict[str, str] = {}
+        self._cloud: CloudClient | None = None
+        self._errors: tuple[type[Exception], ...] = TRANSPORT_ERRORS
         self._blocks: ConvertedMessages[MessageBlocks] = ConvertedMessages(message_blocks)
 
     async def aclose(self) -> None:
-        if self._sdk_client is not None:
-            client, self._sdk_client, self._messages = self._sdk_client, None, None
-            await client.close()
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
+        if self._cloud is not None:
+            cloud, self._cloud = self._cloud, None
+            await cloud.aclose()
 
     def stream(
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        # A missing key or cloud extra fails here, before any work; the cloud client also
-        # learns the credential errors of its SDK (`_errors`).
-        self._get_messages()
+        if self._config.type == "anthropic":
+            self._client()  # a missing key fails here, before any work
         return open_stream(
             self.name,
             lambda: self._send(request),
@@ -116,43 +93,24 @@ class AnthropicProvider:
             translate=self._translate,
         )
 
-    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
+    async def _send(self, request: ModelRequest) -> httpx2.Response:
         """POST the request; the response comes back unread, to stream its bytes."""
         inputs = model_inputs(self._config, request.model)
         blocks = self._blocks.values(request.messages, inputs)
         caching = self._config.prompt_caching
         if self._config.type == "anthropic":
-            # `messages.create(..., stream=True)` with the body encoded already.
-            client = cast(anthropic.AsyncAnthropic, self._sdk_client)
-            options = make_request_options(extra_headers={RAW_RESPONSE_HEADER: "stream"})
-            response = await client.post(
-                "/v1/messages",
-                cast_to=Message,
-                content=to_body(request, blocks, caching=caching),
-                options=options,
-                stream=True,
-                stream_cls=AsyncStream[RawMessageStreamEvent],
-            )
-            return cast(AsyncAPIResponse[Any], response)
-        # Bedrock and Vertex move fields of the body into the URL: the SDK's arguments.
+            url = f"{self._base_url().rstrip('/')}/v1/messages"
+            body = to_body(request, blocks, caching=caching)
+            return await post_stream(self._client(), url, headers=self._headers, content=body)
+        cloud = await self._cloud_client()
         params = to_params(request, caching=caching, blocks=blocks)
-        return (
-            await self._get_messages()
-            .with_streaming_response.create(
-                model=request.model,
-                max_tokens=params.max_tokens,
-                messages=params.messages,
-                system=params.system or omit,
-                tools=params.tools or omit,
-                thinking=params.thinking or omit,
-                stream=True,
-            )
-            .__aenter__()
-        )
+        try:
+            return await cloud.send(request.model, params)
+        except cloud.errors as exc:  # learnt after `stream()` handed the skeleton its errors
+            raise self._translate(exc) from exc
 
-    async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
+    async def _events(self, http: httpx2.Response) -> AsyncGenerator[StreamEvent]:
         mapper = EventMapper()
-        http = response.http_response
         try:
             async for name, data in self._server_events(http):
                 if name == "ping" or name is None:
@@ -164,8 +122,7 @@ class AnthropicProvider:
                 payload = loads(data)
                 events = mapper.on_payload(payload)
                 if events is None:
-                    event = construct_type(type_=RawMessageStreamEvent, value=payload)
-                    events = mapper.on_event(cast(RawMessageStreamEvent, event))
+                    events = mapper.on_event(payload)
                 for neutral in events:
                     yield neutral
         except self._errors as exc:
@@ -178,86 +135,58 @@ class AnthropicProvider:
     def _server_events(
         self, http: httpx2.Response
     ) -> AsyncIterator[tuple[str | None, bytes | None]]:
-        """(event name, data) of each event, as the client's own decoder would read them."""
-        assert self._sdk_client is not None
-        decoder: SSEDecoder | SSEBytesDecoder = self._sdk_client._make_sse_decoder()
-        if type(decoder) is SSEDecoder:
+        def plain() -> AsyncIterator[tuple[str | None, bytes | None]]:
             return server_sent_events(checked_event_stream(self.name, http, http.aiter_bytes()))
-        return _decoded(decoder.aiter_bytes(http.aiter_bytes()))  # Bedrock's event stream
 
-    def _stream_error(self, http: httpx2.Response, data: bytes | None) -> anthropic.APIError:
-        """What `anthropic.AsyncStream` raises for an `error` event."""
+        return plain() if self._cloud is None else self._cloud.server_events(http, plain)
+
+    def _stream_error(self, http: httpx2.Response, data: bytes | None) -> ProviderError:
+        """What `anthropic.AsyncStream` reports for an `error` event."""
         text = (data or b"").decode(errors="replace")
         body: object = text
         try:
             body = json.loads(text)
-            message = f"{body}"
-        except Exception:
-            message = text or f"Error code: {http.status_code}"
-        assert self._sdk_client is not None
-        return self._sdk_client._make_status_error(message, body=body, response=http)
-
-    # --- client ----------------------------------------------------------------------------
-
-    def _get_messages(self) -> AsyncMessages:
-        if self._messages is None:
-            client = self._client() if self._config.type == "anthropic" else self._cloud_client()
-            self._sdk_client, self._messages = client, client.messages
-        return self._messages
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        self._key = self._api_key()
-        return anthropic.AsyncAnthropic(
-            api_key=self._key,
-            # Explicit, so ANTHROPIC_BASE_URL cannot redirect a configured provider.
-            base_url=self._config.base_url or DEFAULT_BASE_URL,
-            timeout=self._config.timeout,
-            max_retries=0,  # retries are the shared wrapper's job
+            fallback = f"{body}"
+        except ValueError:
+            fallback = text or f"Error code: {http.status_code}"
+        return error_for(
+            Failure(None, error_type(body), error_message(body, fallback)), self._endpoint()
         )
 
-    def _cloud_client(self) -> anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex:
-        config = self._config
-        extra, module, platform = _EXTRAS[config.type]
-        missing = (
-            f"{platform} needs the optional {extra} extra: pip install 'acp-llm-agent[{extra}]'"
-        )
-        try:
-            importlib.import_module(module)  # the SDK would import it only on the first request
-            errors_module, errors_class = _CLOUD_AUTH_ERRORS[config.type]
-            cloud_errors: type[Exception] = getattr(
-                importlib.import_module(errors_module), errors_class
+    # --- clients ---------------------------------------------------------------------------
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self._http is None:
+            self._key = self._api_key()
+            self._headers = {
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+                "User-Agent": USER_AGENT,
+                "anthropic-version": API_VERSION,
+                "Authorization": f"Bearer {self._key}",
+            }
+            self._http = new_client(self._config.timeout)
+        return self._http
+
+    async def _cloud_client(self) -> CloudClient:
+        if self._cloud is None:
+            await _lazy_import.finish(_SDK)
+            from ._anthropic_sdk import CloudClient, CloudSettings
+
+            config = self._config
+            self._key = self._explicit_key()
+            settings = CloudSettings(
+                provider=self.name,
+                type=config.type,
+                region=config.region,
+                project_id=config.project_id,
+                key=self._key,
+                base_url=config.base_url,
+                timeout=config.timeout,
             )
-        except ImportError as exc:
-            raise ProviderError(self.name, missing) from exc
-        self._key = self._explicit_key()
-        try:
-            client: anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex
-            if config.type == "anthropic-bedrock":
-                client = anthropic.AsyncAnthropicBedrock(
-                    aws_region=config.region,
-                    api_key=self._key,
-                    base_url=config.base_url,
-                    timeout=config.timeout,
-                    max_retries=0,
-                )
-            else:
-                client = anthropic.AsyncAnthropicVertex(
-                    region=config.region or anthropic.NOT_GIVEN,
-                    project_id=config.project_id or anthropic.NOT_GIVEN,
-                    access_token=self._key,
-                    base_url=config.base_url,
-                    timeout=config.timeout,
-                    max_retries=0,
-                )
-        except ImportError as exc:
-            raise ProviderError(self.name, missing) from exc
-        except ValueError as exc:  # no region configured or found in the environment
-            raise ProviderError(
-                self.name, f"{self._redact(str(exc))} {self._region_fix()}"
-            ) from exc
-        # RuntimeError: the SDK's "Could not resolve AWS credentials from session".
-        self._errors = (*_VENDOR_ERRORS, cloud_errors, RuntimeError)
-        return client
+            self._cloud = CloudClient(settings, self._redact)
+            self._errors = (*TRANSPORT_ERRORS, *self._cloud.errors)
+        return self._cloud
 
     def _api_key(self) -> str:
         key = self._config.resolve_api_key(self._env)
@@ -310,45 +239,48 @@ class AnthropicProvider:
             return f"check providers.{self.name}.api_key, or use {setting} instead"
         return f"set {DEFAULT_KEY_ENV}, or name another variable in {setting}, {login}"
 
-    def _region_fix(self) -> str:
-        variable = "AWS_REGION" if self._config.type == "anthropic-bedrock" else "CLOUD_ML_REGION"
-        return f"Set providers.{self.name}.region (or {variable})."
-
     # --- errors ----------------------------------------------------------------------------
 
     def _translate(self, exc: Exception) -> ProviderError:
-        """What the SDK, the transport or a cloud SDK raised, as the error table's input."""
+        """What the server, the transport or a cloud SDK raised, as the error table's input."""
         name, endpoint = self.name, self._endpoint()
         match exc:
-            case anthropic.APIStatusError():
-                # Below 400: an `error` event after 200 OK (see `_stream_error`).
-                status = exc.status_code if exc.status_code >= 400 else None
+            case HttpStatusError():
+                body, fallback = error_body(exc)
                 failure = Failure(
-                    status,
-                    exc.type,
-                    _vendor_message(exc),
-                    exc.response.headers,
-                    str(exc.request.url),
+                    exc.status,
+                    error_type(body),
+                    error_message(body, fallback),
+                    exc.headers,
+                    exc.url,
                 )
                 return error_for(failure, endpoint)
-            case anthropic.APITimeoutError():
-                return timed_out(endpoint)
-            case anthropic.APIConnectionError():
-                return transport_error(exc.__cause__ or exc, endpoint)
-            case anthropic.CredentialsError():
-                message = f"no usable credentials: {self._redact(str(exc))}"
-                return AuthError(name, message, fix=self._key_fix())
-            case anthropic.APIError():
-                return ProviderError(name, self._redact(_vendor_message(exc)))
             case httpx2.HTTPError() | json.JSONDecodeError():
                 return transport_error(exc, endpoint)
-            case anthropic.AnthropicError():
-                return ProviderError(name, self._redact(str(exc).strip()) or type(exc).__name__)
-            case RuntimeError() if "credentials" not in str(exc).lower():
+        if self._cloud is None:
+            return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
+        return self._translate_cloud(exc, endpoint)
+
+    def _translate_cloud(self, exc: Exception, endpoint: Endpoint) -> ProviderError:
+        from . import _anthropic_sdk as sdk
+
+        name = self.name
+        if (failure := sdk.failure(exc)) is not None:
+            return error_for(failure, endpoint)
+        if sdk.is_timeout(exc):
+            return timed_out(endpoint)
+        if sdk.is_connection_error(exc):
+            return transport_error(exc.__cause__ or exc, endpoint)
+        if sdk.is_credentials_error(exc):
+            message = f"no usable credentials: {self._redact(str(exc))}"
+            return AuthError(name, message, fix=self._key_fix())
+        if sdk.is_sdk_error(exc):
+            return ProviderError(name, self._redact(sdk.sdk_message(exc)) or type(exc).__name__)
+        if isinstance(exc, RuntimeError):
+            if "credentials" not in str(exc).lower():
                 return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
-            case RuntimeError():
-                message = f"no AWS credentials found ({self._redact(str(exc))})"
-                return AuthError(name, message, fix=self._key_fix())
+            message = f"no AWS credentials found ({self._redact(str(exc))})"
+            return AuthError(name, message, fix=self._key_fix())
         # A cloud SDK's credential failure (botocore / google-auth).
         reason = self._redact(str(exc)) or type(exc).__name__
         return AuthError(name, f"no usable credentials: {reason}", fix=self._key_fix())
@@ -384,10 +316,16 @@ class AnthropicProvider:
         return DEFAULT_BASE_URL
 
 
-def _vendor_message(exc: anthropic.APIError) -> str:
-    # The body is {"type": "error", "error": {"type": ..., "message": ...}} from Anthropic;
-    # proxies and gateways may answer with text or HTML instead.
-    body = exc.body
+def error_type(body: object) -> str | None:
+    """The `error.type` of an error body (`overloaded_error`, `rate_limit_error` ...)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def error_message(body: object, fallback: str) -> str:
+    """The message of an error body: {"type": "error", "error": {"type": ..., "message":
+    ...}} from Anthropic; proxies and gateways may answer with text or HTML instead."""
     if isinstance(body, Mapping):
         error = body.get("error")
         if isinstance(error, Mapping):
@@ -399,9 +337,4 @@ def _vendor_message(exc: anthropic.APIError) -> str:
             return message
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
-    return exc.message
-
-
-async def _decoded(events: AsyncIterator[Any]) -> AsyncIterator[tuple[str | None, bytes | None]]:
-    async for sse in events:
-        yield sse.event, sse.data.encode() if sse.data else None
+    return fallback

@@ -3,12 +3,13 @@
 `OpenAIChatProvider` is the provider for every `OpenAIProviderConfig` (openai,
 openai-compatible, azure-openai): a model configured with `api = "responses"` is streamed
 through the Responses API (`openai_responses`), every other one through Chat Completions.
-The request and stream mappers live in `_openai_chat_mapping`; the SDK client, the API key,
-the stream's open and close and what the vendor's errors report in `_openai_client` (the
-error table in `_error_table` decides what they mean). Requests go out as JSON built
-from each message's cached encoding (`_message_cache`), and the stream is read as raw
-server-sent events (`_wire`): the SDK's typed request and stream objects cost more than
-everything else a turn does once the conversation is long or the stream fast.
+The request and stream mappers live in `_openai_chat_mapping`; the HTTP client, the API
+key, the stream's open and close and what the vendor's errors report in `_openai_client`
+(the error table in `_error_table` decides what they mean). Requests go out with httpx2 as
+JSON built from each message's cached encoding (`_message_cache`), and the stream is read
+as raw server-sent events (`_wire`) mapped from their decoded JSON: the `openai` SDK is not
+imported at all (its typed request and stream objects cost more than everything else a turn
+does once the conversation is long or the stream fast, and its import a second).
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
-from openai import AsyncStream
-from openai._response import AsyncAPIResponse
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from pydantic import ValidationError
+import httpx2
 from pydantic_core import from_json
 
 from ..messages import StreamEvent
+from ._http_client import TRANSPORT_ERRORS
 from ._http_stream import ended_early
 from ._message_cache import ConvertedMessages
 from ._openai_chat_mapping import (
@@ -33,7 +32,7 @@ from ._openai_chat_mapping import (
     system_messages,
     to_tools,
 )
-from ._openai_client import VENDOR_ERRORS, OpenAIConnection
+from ._openai_client import OpenAIConnection
 from ._transport import checked_event_stream
 from ._wire import body_with_list, dumps, server_sent_events
 from .base import ModelRequest, model_inputs
@@ -67,13 +66,9 @@ class OpenAIChatProvider:
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         return self._connection.open_stream(lambda: self._send(request), self._events)
 
-    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
+    async def _send(self, request: ModelRequest) -> httpx2.Response:
         return await self._connection.post_stream(
-            "/chat/completions",
-            self._body(request),
-            model=request.model,
-            cast_to=ChatCompletion,
-            stream_cls=AsyncStream[ChatCompletionChunk],
+            "/chat/completions", self._body(request), model=request.model
         )
 
     def _body(self, request: ModelRequest) -> bytes:
@@ -95,10 +90,9 @@ class OpenAIChatProvider:
         inputs = model_inputs(self._connection.config, request.model)
         return system + self._encoded.values(request.messages, inputs)
 
-    async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
+    async def _events(self, http: httpx2.Response) -> AsyncGenerator[StreamEvent]:
         mapper = ChunkMapper()
         try:
-            http = response.http_response
             chunks = checked_event_stream(self.name, http, http.aiter_bytes())
             async for event_name, data in server_sent_events(chunks):
                 if data is None:
@@ -107,14 +101,11 @@ class OpenAIChatProvider:
                     break
                 if event_name == "error" or b'"error"' in data:
                     self._raise_if_error(data)
-                fast = _fast_events(mapper, data)
-                if fast is not None:
-                    for event in fast:
-                        yield event
-                    continue
-                for event in mapper.on_chunk(self._chunk(data)):
+                payload = self._chunk(data)
+                events = mapper.on_payload(payload)
+                for event in mapper.on_chunk(payload) if events is None else events:
                     yield event
-        except VENDOR_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._connection.translate(exc) from exc
         if mapper.finish_reason is None:
             raise ended_early(self.name)
@@ -123,19 +114,14 @@ class OpenAIChatProvider:
         for event in mapper.finish():
             yield event
 
-    def _chunk(self, data: bytes) -> ChatCompletionChunk:
+    def _chunk(self, data: bytes) -> Any:
         try:
-            return ChatCompletionChunk.model_validate_json(data)
-        except ValidationError:
-            pass  # not JSON, or a compatible server's loose chunk (e.g. Azure's `object: ""`)
-        try:
-            payload = json.loads(data)
+            return from_json(data)
         except ValueError:
             sample = self._connection.redact(data[:120].decode(errors="replace"))
             raise ProviderError(
                 self.name, f"the server sent a stream event that is not JSON: {sample!r}"
             ) from None
-        return ChatCompletionChunk.construct(**payload)  # the SDK's own lenient building
 
     def _raise_if_error(self, data: bytes) -> None:
         """An error event inside the stream (OpenRouter, LiteLLM and OpenAI itself send them)."""
@@ -147,14 +133,6 @@ class OpenAIChatProvider:
             raise self._connection.stream_error(
                 str(code) if code else None, str(detail.get("message") or "")
             )
-
-
-def _fast_events(mapper: ChunkMapper, data: bytes) -> list[StreamEvent] | None:
-    try:
-        payload = from_json(data)
-    except ValueError:
-        return None  # not JSON: the slow path reports it
-    return mapper.on_payload(payload)
 
 
 def _reasoning_effort(

@@ -7,29 +7,28 @@ so nothing lives on the server between calls. The request and stream mappers liv
 `_openai_client`, shared with Chat Completions (`openai_chat.OpenAIChatProvider` routes
 here per model).
 
-As on the Chat Completions path, requests go out as JSON built from each message's cached
-encoding, and the stream is read as raw server-sent events: the hot delta events straight
-from their JSON, every other one built by the SDK's own lenient `construct_type`, exactly
-as its typed stream would (`_events` mirrors `openai.AsyncStream`, errors included).
+As on the Chat Completions path, requests go out with httpx2 as JSON built from each
+message's cached encoding, and the stream is read as raw server-sent events: the hot delta
+events straight from their JSON, every other one built by the SDK's own lenient
+`construct_type` (`_openai_sdk`, imported on the first such event, in a worker thread while
+the request is on its way), exactly as its typed stream would (`_events` mirrors
+`openai.AsyncStream`, errors included).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import openai
-from openai import AsyncStream
-from openai._httpx2 import request_exceptions, timeout_exceptions
-from openai._models import construct_type
-from openai._response import AsyncAPIResponse
-from openai.types.responses import Response, ResponseStreamEvent
+import httpx2
 
 from ..messages import StreamEvent
+from . import _lazy_import
+from ._http_client import TRANSPORT_ERRORS
 from ._http_stream import ended_early
 from ._message_cache import ConvertedMessages
-from ._openai_client import VENDOR_ERRORS, OpenAIConnection
+from ._openai_client import OpenAIConnection, error_parts
 from ._openai_responses_mapping import (
     ResponseEventMapper,
     ResponseFailed,
@@ -42,6 +41,8 @@ from .base import ModelRequest, model_inputs
 
 if TYPE_CHECKING:
     from ..config import OpenAIProviderConfig
+
+_SDK = "acp_agent.providers._openai_sdk"
 
 
 class OpenAIResponsesProvider:
@@ -65,13 +66,10 @@ class OpenAIResponsesProvider:
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         return self._connection.open_stream(lambda: self._send(request), self._events)
 
-    async def _send(self, request: ModelRequest) -> AsyncAPIResponse[Any]:
+    async def _send(self, request: ModelRequest) -> httpx2.Response:
+        _lazy_import.start(_SDK)  # the stream's rarer events need it: import it meanwhile
         return await self._connection.post_stream(
-            "/responses",
-            self._body(request),
-            model=request.model,
-            cast_to=Response,
-            stream_cls=AsyncStream[ResponseStreamEvent],
+            "/responses", self._body(request), model=request.model
         )
 
     def _body(self, request: ModelRequest) -> bytes:
@@ -95,49 +93,36 @@ class OpenAIResponsesProvider:
         inputs = model_inputs(self._connection.config, request.model)
         return body_with_list(fields, "input", self._encoded.values(request.messages, inputs))
 
-    async def _events(self, response: AsyncAPIResponse[Any]) -> AsyncGenerator[StreamEvent]:
+    async def _events(self, http: httpx2.Response) -> AsyncGenerator[StreamEvent]:
         mapper = ResponseEventMapper()
+        chunks = checked_event_stream(self.name, http, http.aiter_bytes())
         try:
-            async for _, data in server_sent_events(_sdk_errors(self.name, response)):
+            async for _, data in server_sent_events(chunks):
                 if data is not None and data.startswith(b"[DONE]"):
                     break
                 payload = loads(data or b"")
                 if type(payload) is dict and payload.get("error"):
-                    raise _stream_error(response, payload["error"])
+                    raise self._stream_error(payload["error"])
                 events = mapper.on_payload(payload)
                 if events is None:
-                    event = construct_type(type_=ResponseStreamEvent, value=payload)
-                    events = mapper.on_event(cast(ResponseStreamEvent, event))
+                    await _lazy_import.finish(_SDK)
+                    from ._openai_sdk import response_event
+
+                    events = mapper.on_event(response_event(payload))
                 for neutral in events:
                     yield neutral
                 if mapper.done:
                     break
         except ResponseFailed as exc:
             raise self._connection.stream_error(exc.code, exc.message) from exc
-        except VENDOR_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._connection.translate(exc) from exc
         if not mapper.done:
             raise ended_early(self.name)
         for neutral in mapper.finish():
             yield neutral
 
-
-async def _sdk_errors(name: str, response: AsyncAPIResponse[Any]) -> AsyncIterator[bytes]:
-    """The body's bytes, its transport errors raised as the SDK's stream raises them (and
-    a body that is not an event stream refused, see `_transport`)."""
-    http = response.http_response
-    try:
-        async for chunk in checked_event_stream(name, http, http.aiter_bytes()):
-            yield chunk
-    except timeout_exceptions() as err:
-        raise openai.APITimeoutError(request=http.request) from err
-    except request_exceptions() as err:
-        raise openai.APIConnectionError(request=http.request) from err
-
-
-def _stream_error(response: AsyncAPIResponse[Any], error: Any) -> openai.APIError:
-    """What `openai.AsyncStream` raises for an event that carries an `error`."""
-    message = error.get("message") if isinstance(error, Mapping) else None
-    if not message or not isinstance(message, str):
-        message = "An error occurred during streaming"
-    return openai.APIError(message=message, request=response.http_response.request, body=error)
+    def _stream_error(self, error: Any) -> Exception:
+        """What `openai.AsyncStream` raises for an event that carries an `error`."""
+        code, message = error_parts(error, "An error occurred during streaming")
+        return self._connection.stream_error(code, message)

@@ -504,23 +504,23 @@ async def test_the_first_prompt_on_another_vendor_does_not_stall_the_other_sessi
     workspace: Path,
     tmp_path: Path,
 ) -> None:
-    """A vendor SDK takes a second or two to import. While the agent imports Anthropic's for
-    one session's first prompt (held here until we let it go on), another session is served:
-    the import does not run on the event loop."""
+    """A provider's module (and, for the clouds, its vendor SDK) takes time to import. While
+    the agent imports Anthropic's for one session's first prompt (held here until we let it
+    go on), another session is served: the import does not run on the event loop."""
     signals = tmp_path / "hold-import"
     signals.mkdir()
     (signals / "sitecustomize.py").write_text(HOLD_IMPORT_HOOK, encoding="utf-8")
     env = {
         **switch_env,
         "PYTHONPATH": str(signals),
-        "E2E_HOLD_IMPORT": "anthropic",
+        "E2E_HOLD_IMPORT": "acp_agent.providers.anthropic",
         "E2E_HOLD_SIGNALS": str(signals),
     }
     async with running_agent(env, agent_stderr, workspace) as (conn, _, _client):
         one = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         two = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await choose(conn, two, "model", PLAIN)
-        assert not (signals / "importing").exists(), "the Anthropic SDK was loaded before use"
+        assert not (signals / "importing").exists(), "the Anthropic provider was loaded before use"
         first_on_anthropic = asyncio.create_task(ask(conn, two, "hello Anthropic"))
         await wait_for_file(signals / "importing")
 

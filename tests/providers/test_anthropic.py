@@ -797,3 +797,17 @@ async def test_overload_before_any_output_is_retried_by_the_shared_wrapper() -> 
     ]
     assert events[-1] == Stop("end_turn")
     assert route.call_count == 3
+
+
+@respx.mock
+async def test_requests_carry_the_api_version_and_key_the_sdk_sent_without_the_sdk() -> None:
+    from anthropic._constants import ANTHROPIC_API_VERSION
+
+    route = respx.post(MESSAGES_URL).mock(return_value=sse("anthropic_text.sse"))
+
+    await collect(make_provider())
+
+    headers = route.calls.last.request.headers
+    assert headers["anthropic-version"] == ANTHROPIC_API_VERSION
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["content-type"] == "application/json"

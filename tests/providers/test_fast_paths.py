@@ -22,12 +22,8 @@ import httpx
 import openai
 import pytest
 import respx
-from anthropic.types import RawMessageStreamEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from openai._models import construct_type
-from openai.types.chat import ChatCompletionChunk
-from openai.types.responses import ResponseStreamEvent
 from provider_support import READ_FILE, SSE, sse
 
 from acp_agent.config import AnthropicProviderConfig, ModelConfig, OpenAIProviderConfig
@@ -46,9 +42,11 @@ from acp_agent.messages import (
 from acp_agent.providers import ModelRequest, ProviderError, ProviderUnavailable
 from acp_agent.providers._anthropic_mapping import to_params
 from acp_agent.providers._anthropic_stream import EventMapper
+from acp_agent.providers._error_table import Failure, error_for
+from acp_agent.providers._http_client import HttpStatusError
 from acp_agent.providers._message_cache import MessageCache
 from acp_agent.providers._openai_chat_mapping import ChunkMapper, to_messages, to_tools
-from acp_agent.providers._openai_client import VENDOR_ERRORS
+from acp_agent.providers._openai_client import AZURE_API_VERSION, error_parts
 from acp_agent.providers._openai_responses_mapping import (
     REASONING_KEY_PREFIX,
     ResponseEventMapper,
@@ -56,7 +54,8 @@ from acp_agent.providers._openai_responses_mapping import (
     to_input,
 )
 from acp_agent.providers._openai_responses_mapping import to_tools as responses_tools
-from acp_agent.providers.anthropic import AnthropicProvider
+from acp_agent.providers._openai_sdk import response_event
+from acp_agent.providers.anthropic import AnthropicProvider, error_message
 from acp_agent.providers.base import Inputs
 from acp_agent.providers.openai_chat import OpenAIChatProvider
 
@@ -237,13 +236,9 @@ CHAT_EDGE_CHUNKS: list[list[dict[str, Any]]] = [
 ]
 
 
-def chat_chunk(payload: dict[str, Any]) -> ChatCompletionChunk:
-    """The chunk the provider's full path builds: validated, else the SDK's lenient build."""
-    data = json.dumps(payload)
-    try:
-        return ChatCompletionChunk.model_validate_json(data)
-    except Exception:
-        return ChatCompletionChunk.construct(**payload)
+def chat_chunk(payload: dict[str, Any]) -> Any:
+    """The chunk the provider's full path maps: its JSON, decoded."""
+    return json.loads(json.dumps(payload))
 
 
 def chat_parity(payloads: Sequence[dict[str, Any]]) -> tuple[Outcome, Outcome, int]:
@@ -291,7 +286,7 @@ def responses_parity(payloads: Sequence[Any]) -> tuple[Outcome, Outcome, int]:
     for payload in payloads:
 
         def typed(p: Any = payload) -> Any:
-            return construct_type(type_=ResponseStreamEvent, value=p)
+            return response_event(p)
 
         quick = fast_mapper.on_payload(payload)
         if quick is not None:
@@ -383,7 +378,7 @@ def anthropic_parity(payloads: Sequence[Any]) -> tuple[Outcome, Outcome, int]:
     for payload in payloads:
 
         def typed(p: Any = payload) -> Any:
-            return construct_type(type_=RawMessageStreamEvent, value=p)
+            return p  # the full mapping reads the event's JSON too
 
         quick = fast_mapper.on_payload(payload)
         if quick is not None:
@@ -496,13 +491,36 @@ async def provider_outcome(provider: Any, request: ModelRequest) -> Outcome:
     return outcome
 
 
+def sdk_openai() -> openai.AsyncOpenAI:
+    """The SDK's own client, as the providers made it before they sent requests themselves."""
+    return openai.AsyncOpenAI(api_key=KEY, base_url="https://api.openai.com/v1", max_retries=0)
+
+
+def sdk_anthropic() -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key=KEY, base_url="https://api.anthropic.com", max_retries=0
+    )
+
+
+def our_error_for_openai(connection: Any, exc: openai.OpenAIError) -> ProviderError:
+    """What the provider reports for what the SDK raised: the same response or event."""
+    match exc:
+        case openai.APIStatusError():
+            return connection.translate(HttpStatusError(exc.response, exc.response.content))
+        case openai.APIConnectionError():
+            return connection.translate(exc.__cause__)
+        case openai.APIError():
+            return connection.stream_error(*error_parts(exc.body, exc.message))
+    raise AssertionError(f"unexpected {exc!r}")
+
+
 async def sdk_responses_outcome(provider: OpenAIChatProvider) -> Outcome:
     """What the provider made of a stream through the SDK's typed stream (before the raw
     loop): the same mapping, fed `responses.create(stream=True)` events."""
     connection = provider._connection
     outcome = Outcome()
     try:
-        stream = await connection.client().responses.create(
+        stream = await sdk_openai().responses.create(
             model="gpt-5", input=[{"role": "user", "content": "hi"}], stream=True, store=False
         )
         mapper = ResponseEventMapper()
@@ -518,7 +536,9 @@ async def sdk_responses_outcome(provider: OpenAIChatProvider) -> Outcome:
         outcome.events.extend(mapper.finish())
     except ResponseFailed as exc:
         outcome.error = described(connection.stream_error(exc.code, exc.message))
-    except VENDOR_ERRORS as exc:
+    except openai.OpenAIError as exc:
+        outcome.error = described(our_error_for_openai(connection, exc))
+    except (httpx.HTTPError, json.JSONDecodeError) as exc:
         outcome.error = described(connection.translate(exc))
     except ProviderError as exc:
         outcome.error = described(exc)
@@ -529,7 +549,7 @@ async def sdk_anthropic_outcome(provider: AnthropicProvider) -> Outcome:
     """The same through `messages.create(stream=True)`'s typed stream."""
     outcome = Outcome()
     try:
-        stream = await provider._get_messages().create(
+        stream = await sdk_anthropic().messages.create(
             model=CLAUDE,
             max_tokens=1024,
             messages=[{"role": "user", "content": "hi"}],
@@ -538,14 +558,21 @@ async def sdk_anthropic_outcome(provider: AnthropicProvider) -> Outcome:
         mapper = EventMapper()
         try:
             async for event in stream:
-                outcome.events.extend(mapper.on_event(event))
+                outcome.events.extend(mapper.on_event(event.to_dict()))
         finally:
             await stream.close()
         if not mapper.finished:
             raise ProviderUnavailable("anthropic", "stream ended before the model finished")
         outcome.events.extend(mapper.finish())
-    except anthropic.AnthropicError as exc:
-        outcome.error = described(provider._translate(exc))
+    except anthropic.APIStatusError as exc:
+        if exc.status_code < 400:  # an `error` event in the stream
+            failure = Failure(None, exc.type, error_message(exc.body, exc.message))
+            outcome.error = described(error_for(failure, provider._endpoint()))
+        else:
+            body = exc.response.content
+            outcome.error = described(provider._translate(HttpStatusError(exc.response, body)))
+    except anthropic.APIConnectionError as exc:
+        outcome.error = described(provider._translate(exc.__cause__))
     except (httpx.HTTPError, json.JSONDecodeError) as exc:
         outcome.error = described(provider._translate(exc))
     except ProviderError as exc:
@@ -753,7 +780,7 @@ def test_chat_requests_are_the_json_the_sdk_would_send(
             await drain(provider, request)
             ours = sent_json(route)
             limit, effort = request.max_output_tokens, _reasoning_effort(connection, request)
-            async with connection.client().chat.completions.with_streaming_response.create(
+            async with sdk_openai().chat.completions.with_streaming_response.create(
                 model=model,
                 messages=to_messages(request.system, history),
                 tools=to_tools(request.tools) if request.tools else openai.omit,
@@ -776,7 +803,7 @@ def test_responses_requests_are_the_json_the_sdk_would_send(
 ) -> None:
     async def check() -> None:
         provider = openai_provider()
-        client = provider._connection.client()
+        client = sdk_openai()
         route = respx.post(RESPONSES_URL).mock(
             side_effect=lambda _: sse("openai_responses_text.sse")
         )
@@ -823,7 +850,7 @@ def test_anthropic_requests_are_the_json_the_sdk_would_send(
             # Bedrock and Vertex get the arguments, from the cached blocks: the same.
             blocks = provider._blocks.values(history, Inputs())
             assert to_params(request, caching=caching, blocks=blocks) == params
-            async with provider._get_messages().with_streaming_response.create(
+            async with sdk_anthropic().messages.with_streaming_response.create(
                 model=CLAUDE,
                 max_tokens=params.max_tokens,
                 messages=params.messages,
@@ -855,7 +882,13 @@ async def test_azure_chat_bodies_go_to_the_deployment_the_sdk_would_call() -> No
 
     await drain(provider, ModelRequest(model="my gpt/4.1", system="", messages=history))
     ours = route.calls.last.request
-    async with provider._connection.client().chat.completions.with_streaming_response.create(
+    azure = openai.AsyncAzureOpenAI(
+        azure_endpoint="https://example.openai.azure.com",
+        api_version=AZURE_API_VERSION,
+        api_key=KEY,
+        max_retries=0,
+    )
+    async with azure.chat.completions.with_streaming_response.create(
         model="my gpt/4.1", messages=to_messages("", history), stream=True
     ):
         pass

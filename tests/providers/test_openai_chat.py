@@ -498,3 +498,20 @@ async def test_client_errors_are_not_retryable() -> None:
         await collect(make_provider())
 
     assert not caught.value.retryable
+
+
+@respx.mock
+async def test_requests_carry_the_headers_the_sdk_sent_without_the_sdk() -> None:
+    route = respx.post("https://api.openai.com/v1/chat/completions").mock(
+        return_value=sse("openai_text.sse")
+    )
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_ORG_ID": "org-7", "OPENAI_PROJECT_ID": "proj-9"}
+
+    await collect(make_provider(env=env))
+
+    headers = route.calls.last.request.headers
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["openai-organization"] == "org-7"
+    assert headers["openai-project"] == "proj-9"
+    assert headers["content-type"] == "application/json"
+    assert headers["user-agent"].startswith("acp-agent/")

@@ -1,0 +1,252 @@
+"""What a freshly started agent imports before it is usable: no vendor SDK, no `mcp`.
+
+The agent runs as a subprocess under `python -X importtime`, which writes a line to stderr
+as each module finishes importing (by an `import` statement: a module that
+`importlib.import_module` loads has no line of its own, only what it imports); stderr is
+unbuffered, so once an answer is on stdout, every import that happened before it is in the
+file. The tests read that file the moment the answer they wait for arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from fake_anthropic import FakeAnthropic, anthropic_reply
+from fake_llm import FakeLLM
+
+VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google")
+TIMEOUT = 60.0
+
+
+class Agent:
+    """`python -X importtime -m acp_agent` with newline-delimited JSON-RPC on stdio."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, stderr: Path) -> None:
+        self.stderr_path = stderr
+        self._stderr = stderr.open("w", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "acp_agent"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            cwd=cwd,
+        )
+        self._next_id = 0
+
+    def request(self, method: str, params: dict[str, Any]) -> int:
+        self._next_id += 1
+        frame = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        stdin = self._pipe(self.process.stdin)
+        stdin.write(json.dumps(frame).encode() + b"\n")
+        stdin.flush()
+        return self._next_id
+
+    def receive(self) -> dict[str, Any]:
+        line = self._pipe(self.process.stdout).readline()
+        assert line, f"the agent closed stdout; stderr:\n{self.stderr_tail()}"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def answer(self, request_id: int) -> Any:
+        while True:
+            message = self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                assert "error" not in message, message
+                return message["result"]
+
+    def imported(self) -> set[str]:
+        """Every module imported so far (its import finished)."""
+        names = set()
+        for line in self.stderr_path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                names.add(line.rsplit("|", 1)[1].strip())
+        return names
+
+    def stderr_tail(self) -> str:
+        lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
+        return "\n".join(line for line in lines if not line.startswith("import time:"))[-3000:]
+
+    def close(self) -> None:
+        self._pipe(self.process.stdin).close()
+        try:
+            self.process.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._pipe(self.process.stdout).close()
+        self._stderr.close()
+
+    @staticmethod
+    def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+        assert stream is not None
+        return stream
+
+
+def vendors(modules: set[str]) -> list[str]:
+    return sorted(name for name in modules if name.split(".", 1)[0] in VENDOR_MODULES)
+
+
+def environment(tmp_path: Path, **variables: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "PYTHONUNBUFFERED": "1",
+        **variables,
+    }
+
+
+@pytest.fixture
+def echo_agent(tmp_path: Path) -> Iterator[Agent]:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'default_model = "echo/echo"\n\n[providers.echo]\ntype = "echo"\n', encoding="utf-8"
+    )
+    agent = Agent(environment(tmp_path, ACP_AGENT_CONFIG=str(config)), tmp_path, tmp_path / "err")
+    yield agent
+    agent.close()
+
+
+@pytest.fixture
+def openai_agent(tmp_path: Path) -> Iterator[tuple[Agent, FakeLLM]]:
+    with FakeLLM() as fake:
+        env = environment(
+            tmp_path,
+            OPENAI_API_KEY="sk-test-startup",
+            OPENAI_BASE_URL=fake.base_url,
+            ACP_AGENT_MODEL="fake-model",
+        )
+        agent = Agent(env, tmp_path, tmp_path / "err")
+        yield agent, fake
+        agent.close()
+
+
+@pytest.fixture
+def anthropic_agent(tmp_path: Path) -> Iterator[Agent]:
+    with FakeAnthropic() as fake:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"""default_model = "claude/claude-fake"
+
+[providers.claude]
+type = "anthropic"
+base_url = "{fake.base_url.removesuffix("/v1")}"
+api_key = "sk-ant-test-startup"
+models = [{{ id = "claude-fake", context_window = 200000 }}]
+""",
+            encoding="utf-8",
+        )
+        agent = Agent(
+            environment(tmp_path, ACP_AGENT_CONFIG=str(config)), tmp_path, tmp_path / "err"
+        )
+        yield agent
+        agent.close()
+
+
+INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
+
+
+def prompt_reply(agent: Agent, cwd: Path, text: str) -> tuple[str, set[str] | None]:
+    """The reply to a first prompt in a new session, and the modules imported by the time
+    its first chunk arrived."""
+    agent.answer(agent.request("initialize", INITIALIZE))
+    session_id = agent.answer(agent.request("session/new", {"cwd": str(cwd), "mcpServers": []}))[
+        "sessionId"
+    ]
+    prompt = agent.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
+    chunks: list[str] = []
+    at_first_chunk: set[str] | None = None
+    while True:
+        message = agent.receive()
+        update = (message.get("params") or {}).get("update") or {}
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            chunks.append(update["content"]["text"])
+            if at_first_chunk is None:
+                at_first_chunk = agent.imported()
+        if message.get("id") == prompt and "method" not in message:
+            assert message["result"]["stopReason"] == "end_turn", message
+            return "".join(chunks).strip(), at_first_chunk
+
+
+def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
+    echo_agent: Agent, tmp_path: Path
+) -> None:
+    echo_agent.answer(echo_agent.request("initialize", INITIALIZE))
+    at_initialize = echo_agent.imported()
+    new = echo_agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    session = echo_agent.answer(new)
+    loaded = echo_agent.imported()
+
+    assert session["sessionId"]
+    assert "acp_agent.sessions.manager" in loaded
+    assert vendors(at_initialize) == []
+    assert vendors(loaded) == []
+    # The `initialize` answer is plain data: none of the commands' parsers or login code.
+    assert not [name for name in at_initialize if name.rsplit(".", 1)[-1] == "login"]
+    assert not any(name.startswith("pydantic") for name in at_initialize)
+
+
+def test_the_first_prompt_to_an_openai_compatible_server_streams_without_the_openai_sdk(
+    openai_agent: tuple[Agent, FakeLLM], tmp_path: Path
+) -> None:
+    agent, fake = openai_agent
+
+    reply, at_first_chunk = prompt_reply(agent, tmp_path, "Say hello")
+    answered = agent.imported()
+
+    assert reply == "Fake reply to: Say hello"
+    assert len(fake.requests) == 1
+    assert at_first_chunk is not None and "acp_agent.providers._openai_client" in at_first_chunk
+    assert vendors(at_first_chunk) == []
+    assert vendors(answered) == []  # the finishing chunk and the usage need no SDK either
+
+
+def test_the_first_prompt_to_anthropic_streams_without_the_anthropic_sdk(
+    anthropic_agent: Agent, tmp_path: Path
+) -> None:
+    reply, at_first_chunk = prompt_reply(anthropic_agent, tmp_path, "Say hello")
+    answered = anthropic_agent.imported()
+
+    assert reply == anthropic_reply("Say hello")
+    assert at_first_chunk is not None and "acp_agent.providers._anthropic_stream" in at_first_chunk
+    assert vendors(answered) == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],
+        ["--debug"],
+        ["--config", "a.toml", "--log-level", "debug"],
+        ["--log-file=x.log", "--config=b.toml", "--debug"],
+    ],
+)
+def test_a_plain_acp_agent_reads_its_options_as_the_full_parser_does(words: list[str]) -> None:
+    from acp_agent.cli import _parser, _serve_options
+
+    quick = _serve_options(words)
+    full = _parser().parse_args(words)
+
+    assert quick is not None
+    assert vars(quick) == {key: vars(full)[key] for key in vars(quick)}
+
+
+@pytest.mark.parametrize(
+    "words", [["run", "hi"], ["--help"], ["--version"], ["--log-level", "loud"], ["--config"]]
+)
+def test_anything_else_is_left_to_the_full_parser(words: list[str]) -> None:
+    from acp_agent.cli import _serve_options
+
+    assert _serve_options(words) is None
