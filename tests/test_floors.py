@@ -64,10 +64,7 @@ FLOORS: dict[str, int] = {
 SIDE_BY_SIDE = frozenset({"protocol", "sessions", "providers", "tools", "mcp_bridge"})
 """Rooms that never import another room of their own floor."""
 
-KNOWN_CIRCLES_BEING_FIXED: tuple[frozenset[str], ...] = (
-    # The providers' rewrite in progress: `_anthropic_sdk` imports `anthropic.error_message`.
-    frozenset({"acp_agent.providers.anthropic", "acp_agent.providers._anthropic_sdk"}),
-)
+KNOWN_CIRCLES_BEING_FIXED: tuple[frozenset[str], ...] = ()
 """Circles (their modules) that work in progress removes. Strict, like xfail: each must
 still be found, so its entry goes when its fix lands."""
 

@@ -17,7 +17,7 @@ on, and this module guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, assert_never, cast
 
@@ -404,3 +404,27 @@ def _mark_last_user_block(turns: _Turns) -> None:
                 tail[-1] = cast("api.ContentBlockParam", {**block, "cache_control": _EPHEMERAL})
                 turns.tails[turn] = tail
             return
+
+
+def error_type(body: object) -> str | None:
+    """The `error.type` of an error body (`overloaded_error`, `rate_limit_error` ...)."""
+    error = body.get("error") if isinstance(body, Mapping) else None
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
+def error_message(body: object, fallback: str) -> str:
+    """The message of an error body: {"type": "error", "error": {"type": ..., "message":
+    ...}} from Anthropic; proxies and gateways may answer with text or HTML instead."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                return message
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback

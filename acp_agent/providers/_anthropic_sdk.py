@@ -24,9 +24,8 @@ import httpx2
 from anthropic import omit
 from anthropic._streaming import SSEDecoder
 
-from ._anthropic_mapping import RequestParams
+from ._anthropic_mapping import RequestParams, error_message
 from ._error_table import Failure
-from .anthropic import error_message
 from .errors import ProviderError
 
 AnyCloudClient = anthropic.AsyncAnthropicBedrock | anthropic.AsyncAnthropicVertex

@@ -32,7 +32,14 @@ import httpx2
 from .. import __version__
 from ..messages import StreamEvent
 from . import _lazy_import
-from ._anthropic_mapping import MessageBlocks, message_blocks, to_body, to_params
+from ._anthropic_mapping import (
+    MessageBlocks,
+    error_message,
+    error_type,
+    message_blocks,
+    to_body,
+    to_params,
+)
 from ._anthropic_stream import EventMapper
 from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
 from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_client, post_stream
@@ -314,27 +321,3 @@ class AnthropicProvider:
             case "anthropic-vertex":
                 return "Google Vertex AI"
         return DEFAULT_BASE_URL
-
-
-def error_type(body: object) -> str | None:
-    """The `error.type` of an error body (`overloaded_error`, `rate_limit_error` ...)."""
-    error = body.get("error") if isinstance(body, Mapping) else None
-    kind = error.get("type") if isinstance(error, Mapping) else None
-    return kind if isinstance(kind, str) else None
-
-
-def error_message(body: object, fallback: str) -> str:
-    """The message of an error body: {"type": "error", "error": {"type": ..., "message":
-    ...}} from Anthropic; proxies and gateways may answer with text or HTML instead."""
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping):
-            message = error.get("message")
-            if isinstance(message, str) and message:
-                return message
-        message = body.get("message")
-        if isinstance(message, str) and message:
-            return message
-    if isinstance(body, str) and body.strip():
-        return body.strip()[:500]
-    return fallback
