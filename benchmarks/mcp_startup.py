@@ -1,21 +1,24 @@
-"""How long a session's MCP servers take to connect: 0, 1 and 5 stdio servers.
+"""What a session's MCP servers cost the editor: `session/new` with 0, 1 and 5 stdio servers,
+and how long the first prompt then waits for them.
 
-The servers are N copies of the test server `tests/mcp_servers/everything.py` (a real SDK
-server, spawned as a subprocess); a session is ready once every one is connected (spawned,
-`initialize`, tools and prompts listed), all in parallel. Two ways to measure it:
+Each run starts a fresh `python -m acp_agent` (offline echo provider, a throwaway state dir,
+`mcp_connect_timeout` of a minute) and drives it over its stdio like an editor; the agent's
+own start is not counted. The servers are copies of the test server
+`tests/mcp_servers/everything.py` (a real SDK server). Timed, per run:
 
-- `--via agent` (the default): a fresh `python -m acp_agent` per run, driven over its stdio
-  like an editor (offline echo provider, a throwaway state dir); the time from sending
-  `session/new` with N `mcpServers` to its answer. cold: the process's first session, which
-  pays for importing the `mcp` SDK; warm: a second session in the same process (what every
-  later `session/new` pays).
-- `--via hub`: the `McpHub` alone, in a fresh Python process per run: the time until `run`
-  reports started (cold: the first hub in the process; warm: a second one).
+- new: `session/new` with N `mcpServers`, from the request to its answer (the process's
+  first session with servers: it pays whatever the agent does for them before it answers;
+  a session without servers goes first, so loading the config and provider is not counted);
+- wait: the first prompt's extra wait for the servers: the first prompt, sent at once after
+  that answer, less a later prompt of the same session (the echo model costs the same);
+- own: the slowest server's own start, measured alone before the agent runs: N copies
+  started at once, each timed until it answers `initialize`.
 
-Reported: the median and max over the runs, in milliseconds.
+Reported: the median, min and max over the runs, in milliseconds; "wait - own" is what the
+agent adds to the slowest server's start (its `mcp` import, the handshake, listing).
 
-    uv run python benchmarks/mcp_startup.py            # through the agent, 5 runs each
-    uv run python benchmarks/mcp_startup.py --runs 9 --via hub
+    uv run python benchmarks/mcp_startup.py            # 5 runs each
+    uv run python benchmarks/mcp_startup.py --runs 9
 """
 
 from __future__ import annotations
@@ -27,18 +30,41 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "mcp_servers" / "everything.py"
-ECHO_CONFIG = ROOT / "configs" / "echo.toml"
+CONFIG = """
+default_model = "echo/echo"
+mcp_connect_timeout = 60.0
+
+[providers.echo]
+type = "echo"
+models = [{ id = "echo" }]
+"""
 COUNTS = (0, 1, 5)
 TIMEOUT = 60.0
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
 
 
-# --- through the agent -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Run:
+    new: float
+    wait: float
+    own: float
 
 
 def _servers(count: int) -> list[dict[str, Any]]:
@@ -46,6 +72,59 @@ def _servers(count: int) -> list[dict[str, Any]]:
         {"name": f"s{i}", "command": sys.executable, "args": [str(SERVER), f"s{i}"], "env": []}
         for i in range(count)
     ]
+
+
+def _environment(home: str) -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": home}
+    if "PYTHONPATH" in os.environ:  # to measure another tree with this interpreter
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+# --- the servers alone -----------------------------------------------------------------------
+
+
+def _own_start(count: int, home: str) -> float:
+    """Seconds until the slowest of `count` servers, started at once, answers `initialize`."""
+    if count == 0:
+        return 0.0
+    began = time.perf_counter()
+    servers = [
+        subprocess.Popen(
+            [sys.executable, str(SERVER), f"s{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_environment(home),
+            cwd=home,
+        )
+        for i in range(count)
+    ]
+    answered: list[float] = []
+
+    def initialize(server: subprocess.Popen[bytes]) -> None:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        server.stdin.flush()
+        while line := server.stdout.readline():
+            if json.loads(line).get("id") == 1:
+                answered.append(time.perf_counter() - began)
+                return
+
+    threads = [threading.Thread(target=initialize, args=(server,)) for server in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    for server in servers:
+        server.kill()
+        server.wait()
+    if len(answered) != count:
+        raise SystemExit("a server did not answer initialize")
+    return max(answered)
+
+
+# --- through the agent -----------------------------------------------------------------------
 
 
 def _answer(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
@@ -61,132 +140,78 @@ def _answer(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
             return dict(frame)
 
 
-def time_agent(count: int, log: IO[bytes]) -> tuple[float, float]:
-    """(cold, warm) seconds of `session/new` with `count` servers in a fresh agent."""
+def one_run(count: int, log: IO[bytes]) -> Run:
     with tempfile.TemporaryDirectory() as home:
-        env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": home}
+        own = _own_start(count, home)
+        config = Path(home) / "agent.toml"
+        config.write_text(CONFIG, encoding="utf-8")
         agent = subprocess.Popen(
-            [sys.executable, "-m", "acp_agent", "--config", str(ECHO_CONFIG)],
+            [sys.executable, "-m", "acp_agent", "--config", str(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
-            env=env,
+            env=_environment(home),
             cwd=home,
         )
         assert agent.stdin is not None and agent.stdout is not None
         ids = iter(range(1, 100))
 
-        def request(method: str, params: dict[str, Any]) -> float:
+        def request(method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
             request_id = next(ids)
             frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             assert agent.stdin is not None and agent.stdout is not None
             began = time.perf_counter()
             agent.stdin.write(json.dumps(frame).encode() + b"\n")
             agent.stdin.flush()
-            _answer(agent.stdout, request_id)
-            return time.perf_counter() - began
+            answer = _answer(agent.stdout, request_id)
+            return time.perf_counter() - began, answer
+
+        def prompt(session_id: str) -> float:
+            text = [{"type": "text", "text": "hi"}]
+            return request("session/prompt", {"sessionId": session_id, "prompt": text})[0]
 
         try:
             request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             # The agent loads its config and provider after `initialize`: a session without
-            # servers first would hide the SDK import, so only the session/new calls count.
-            times = [
-                request("session/new", {"cwd": home, "mcpServers": _servers(count)})
-                for _ in range(2)
-            ]
+            # servers first, so that only the servers' share is timed below.
+            request("session/new", {"cwd": home, "mcpServers": []})
+            new, answer = request("session/new", {"cwd": home, "mcpServers": _servers(count)})
+            session_id = answer["result"]["sessionId"]
+            first = prompt(session_id)
+            later = min(prompt(session_id) for _ in range(3))
         finally:
             agent.stdin.close()  # stdin EOF: the agent closes every server and exits
             agent.wait(TIMEOUT)
-        return times[0], times[1]
-
-
-def bench_agent(runs: int) -> None:
-    with tempfile.NamedTemporaryFile(
-        "wb", prefix="mcp-startup-", suffix=".log", delete=False
-    ) as log:
-        for count in COUNTS:
-            figures = [time_agent(count, log) for _ in range(runs)]
-            _report(count, [c for c, _ in figures], [w for _, w in figures])
-    print(f"(the agents' stderr: {log.name})")
-
-
-# --- the hub alone ---------------------------------------------------------------------------
-
-
-async def _time_hub(count: int, cwd: Path) -> float:
-    from acp_agent.mcp_bridge import McpHub, McpServerSpec
-
-    specs = [
-        McpServerSpec(f"s{i}", command=sys.executable, args=(str(SERVER), f"s{i}"))
-        for i in range(count)
-    ]
-    hub = McpHub(specs, cwd=cwd, connect_timeout=30.0)
-    started = time.perf_counter()
-    async with hub:
-        elapsed = time.perf_counter() - started
-        failed = [s.describe_failure() for s in hub.statuses() if s.state != "ready"]
-        if failed:
-            raise SystemExit("\n".join(failed))
-    return elapsed
-
-
-def one_hub_run(count: int) -> None:
-    """In a fresh process: print {"cold": s, "warm": s} for `count` servers."""
-    import anyio
-
-    with tempfile.TemporaryDirectory() as cwd:
-        cold = anyio.run(_time_hub, count, Path(cwd))
-        warm = anyio.run(_time_hub, count, Path(cwd))
-    print(json.dumps({"cold": cold, "warm": warm}))
-
-
-def bench_hub(runs: int) -> None:
-    for count in COUNTS:
-        cold: list[float] = []
-        warm: list[float] = []
-        for _ in range(runs):
-            done = subprocess.run(
-                [sys.executable, __file__, "--one", str(count)],
-                check=True,
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            )
-            figures = json.loads(done.stdout.strip().splitlines()[-1])
-            cold.append(figures["cold"])
-            warm.append(figures["warm"])
-        _report(count, cold, warm)
+        return Run(new=new, wait=max(first - later, 0.0), own=own)
 
 
 # --- report ----------------------------------------------------------------------------------
 
 
-def _report(count: int, cold: list[float], warm: list[float]) -> None:
-    ms = [[t * 1000 for t in times] for times in (cold, warm)]
-    print(
-        f"{count:>7}  {statistics.median(ms[0]):>9.0f}ms  {max(ms[0]):>6.0f}ms"
-        f"  {statistics.median(ms[1]):>9.0f}ms  {max(ms[1]):>6.0f}ms",
-        flush=True,
-    )
+def _figures(seconds: list[float]) -> str:
+    ms = [s * 1000 for s in seconds]
+    return f"{statistics.median(ms):>7.0f} {min(ms):>5.0f} {max(ms):>5.0f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--via", choices=("agent", "hub"), default="agent")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one is not None:
-        one_hub_run(args.one)
-        return
-    what = "session/new through the agent" if args.via == "agent" else "McpHub.run alone"
-    print(f"{what}, {args.runs} runs each")
-    header = ("servers", "cold median", "cold max", "warm median", "warm max")
-    print("  ".join(f"{h:>{w}}" for h, w in zip(header, (7, 11, 8, 11, 8), strict=True)))
-    if args.via == "agent":
-        bench_agent(args.runs)
-    else:
-        bench_hub(args.runs)
+    print(f"{args.runs} runs each; milliseconds: median min max")
+    print(f"{'servers':>7}  {'new':^19}  {'wait':^19}  {'own':^19}  {'wait - own':^19}")
+    with tempfile.NamedTemporaryFile(
+        "wb", prefix="mcp-startup-", suffix=".log", delete=False
+    ) as log:
+        for count in COUNTS:
+            runs = [one_run(count, log) for _ in range(args.runs)]
+            print(
+                f"{count:>7}  {_figures([r.new for r in runs])}"
+                f"  {_figures([r.wait for r in runs])}"
+                f"  {_figures([r.own for r in runs])}"
+                f"  {_figures([r.wait - r.own for r in runs])}",
+                flush=True,
+            )
+    print(f"(the agents' stderr: {log.name})")
 
 
 if __name__ == "__main__":

@@ -211,7 +211,8 @@ async def _transport(
 
 
 class LiveSession:
-    """A connected server's calls, in neutral terms; used from any task."""
+    """A connected server's calls, in neutral terms (the link's `LiveServer`); used from
+    any task."""
 
     def __init__(self, link: Link, session: ClientSession) -> None:
         self._link = link

@@ -1,6 +1,6 @@
 """One server's record in a hub: its state, what it offers, and the signals between the hub
-and the task that holds its connection. No SDK here: the connection is `live`, an object of
-`_connection.py`, present only while the server is ready.
+and the task that holds its connection. No SDK here: the connection is `live` (a
+`LiveServer`, made by `_connection.py`), present only while the server is ready.
 
 Each connection attempt has a number; a report from an attempt that is no longer the
 current one (it timed out and a retry started) is ignored.
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import anyio
 
+from ._live import LiveServer
 from ._stderr import STDERR_LINES
 from .model import McpPromptInfo, McpToolInfo, ServerState, ServerStatus
 from .specs import McpServerSpec
-
-if TYPE_CHECKING:
-    from ._connection import LiveSession
 
 
 @dataclass(eq=False)
@@ -30,7 +27,7 @@ class Link:
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_LINES))
     stderr_done: anyio.Event | None = None
     """Set when a stdio server's stderr ended (it exited): its last lines are all in."""
-    live: LiveSession | None = None
+    live: LiveServer | None = None
     tools: tuple[McpToolInfo, ...] = ()
     prompts: tuple[McpPromptInfo, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -68,7 +65,7 @@ class Link:
     def current(self, attempt: int) -> bool:
         return attempt == self.attempt and self.state != "closed"
 
-    def ready(self, attempt: int, live: LiveSession) -> bool:
+    def ready(self, attempt: int, live: LiveServer) -> bool:
         if not self.current(attempt) or self.state != "connecting":
             return False
         self.state, self.live = "ready", live
@@ -87,6 +84,10 @@ class Link:
         return True
 
     def close(self) -> None:
+        """Closed for good; an attempt still connecting is abandoned (its task cancelled:
+        the transport's exit ends a stdio server)."""
+        if self.state == "connecting" and self.scope is not None:
+            self.scope.cancel()
         self.state, self.live = "closed", None
         self.stop.set()
         self.settled.set()

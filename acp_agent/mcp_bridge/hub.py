@@ -1,22 +1,25 @@
-"""One session's MCP servers: connected in parallel, each within a time budget, watched,
-retried, and closed together.
+"""One session's MCP servers: connected in parallel, in the background, each within a time
+budget, watched, retried, and closed together.
 
     hub = McpHub(specs, cwd=session_cwd, config=config, handlers=HubHandlers(...))
-    await task_group.start(hub.run)   # returns once every server connected or failed
+    await task_group.start(hub.run)   # returns at once: the servers connect meanwhile
+    await hub.connected()             # once every server connected or failed
     ...                               # hub.tools(), hub.call_tool(...), hub.statuses()
     await hub.aclose()                # from any task: every server closed, every child ended
 
 `run` owns the task group that holds every connection (one task per server, see
 `_connection.py`); start it in a task group that lives as long as the session (the
-connection's), so cancelling that group (stdin EOF, shutdown) closes the servers too. For a
-hub used within one task, `async with McpHub(...) as hub:` does both.
+connection's), so cancelling that group (stdin EOF, shutdown) closes the servers too, those
+still connecting included. For a hub used within one task, `async with McpHub(...) as hub:`
+does both and waits for `connected()`.
 
 A server that fails (cannot start, does not answer within `connect_timeout`, crashes) is
 reported through `HubHandlers.on_change` and its status; the session goes on without it, and
 the next use retries it: `reconnect()` (the session calls it before a turn), a call of one
-of its tools or prompts.
+of its tools or prompts. Each of these waits for the first connections first.
 
-The `mcp` package is imported on the first connection, not with this module.
+The `mcp` package is imported in the background by `run` (in a worker thread), not with
+this module nor by the task that starts `run`.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ from .specs import McpServerSpec
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from ._connection import LiveSession, Settings
+    from ._connection import Settings
+    from ._live import LiveServer
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,8 @@ class McpHub:
         self._settings: Settings | None = None
         self._tg: TaskGroup | None = None
         self._closing = anyio.Event()
+        self._connected = anyio.Event()
+        """Set when every server's first attempt has connected or failed (or the hub closed)."""
         self._finished = anyio.Event()
         self._started = False
         self._own_tg: TaskGroup | None = None
@@ -103,23 +109,17 @@ class McpHub:
     # --- lifetime --------------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Connect every server (in parallel, each within `connect_timeout`), report started,
-        then hold the connections until `aclose()` (or cancellation) and close them all."""
+        """Report started at once and connect every server in the background (in parallel,
+        each within `connect_timeout`: `connected()` waits for that); then hold the
+        connections until `aclose()` (or cancellation) and close them all, those still
+        connecting too."""
         if self._started:
             raise RuntimeError("McpHub.run may run once")
         self._started = True
         try:
             async with anyio.create_task_group() as tg:
-                deadline = anyio.current_time() + self.connect_timeout  # the import counts too
-                if self._links:
-                    # The `mcp` SDK (~0.4 s of imports) loads in a worker thread: the loop
-                    # goes on serving the other sessions meanwhile.
-                    await anyio.to_thread.run_sync(importlib.import_module, _CONNECTION)
                 self._tg = tg
-                await self._connect(
-                    [link for link in self._links.values() if not link.stop.is_set()],
-                    deadline=deadline,
-                )
+                tg.start_soon(self._connect_first)
                 task_status.started()
                 await self._closing.wait()
                 for link in self._links.values():
@@ -128,7 +128,19 @@ class McpHub:
             self._tg = None
             for link in self._links.values():
                 link.close()
+            self._connected.set()
             self._finished.set()
+
+    async def connected(self) -> None:
+        """Wait until every server's first attempt has connected or failed: at most
+        `connect_timeout` after `run` started (the SDK import counts too)."""
+        if self._started:
+            await self._connected.wait()
+
+    @property
+    def connecting(self) -> bool:
+        """The first attempts are still under way (`connected()` would wait)."""
+        return self._started and not self._connected.is_set()
 
     async def aclose(self) -> None:
         """Close every server and wait until all are closed (stdio: ended); idempotent."""
@@ -144,6 +156,7 @@ class McpHub:
         await tg.__aenter__()
         try:
             await tg.start(self.run)
+            await self.connected()
         except BaseException as exc:
             await tg.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -207,7 +220,9 @@ class McpHub:
 
     async def reconnect(self, servers: Sequence[str] | None = None, *, wait: bool = True) -> None:
         """Retry failed servers (all, or those named); with `wait`, return once each has
-        connected or failed again (within `connect_timeout`)."""
+        connected or failed again (within `connect_timeout`). The first attempts settle
+        first: a server is not retried while it is still connecting."""
+        await self.connected()
         if self._tg is None:
             return
         names = list(self._links) if servers is None else list(servers)
@@ -268,13 +283,25 @@ class McpHub:
         with anyio.move_on_after(self.connect_timeout):
             await link.lists_read.wait()
 
-    async def _live(self, server: str) -> LiveSession:
+    async def _live(self, server: str) -> LiveServer:
         link = self._link(server)
         if link.state in ("failed", "connecting"):
             await self.reconnect([server])
         if link.live is None:
             raise ServerUnavailable(link.status())
         return link.live
+
+    async def _connect_first(self) -> None:
+        deadline = anyio.current_time() + self.connect_timeout  # the import counts too
+        try:
+            if self._links:
+                # The `mcp` SDK (~0.4 s of imports) loads in a worker thread: the loop goes on
+                # serving the other sessions, and answering this one, meanwhile.
+                await anyio.to_thread.run_sync(importlib.import_module, _CONNECTION)
+            if not self._closing.is_set():
+                await self._connect(list(self._links.values()), deadline=deadline)
+        finally:
+            self._connected.set()
 
     async def _connect(
         self, links: Sequence[Link], also_wait: Sequence[Link] = (), deadline: float | None = None
@@ -294,7 +321,7 @@ class McpHub:
         if tg is None or not links:
             return [], []
         settings = self._connection_settings()
-        from ._connection import run_link  # imported by `run`, in a worker thread
+        from ._connection import run_link  # imported by `_connect_first`, in a worker thread
 
         attempts: list[tuple[Link, int]] = []
         failed: list[Link] = []

@@ -1,6 +1,11 @@
-"""A session's MCP servers: the config's and the editor's, connected when the session
-starts (all at once, each within its time budget), offered to the model as tools, reported
-to the user when they fail, retried before each turn, closed with the session.
+"""A session's MCP servers: the config's and the editor's, connecting in the background
+from the moment the session starts (all at once, each within its time budget), offered to
+the model as tools, reported to the user when they fail, retried before each turn, closed
+with the session (those still connecting too).
+
+The session's answer never waits for them (nor for the `mcp` import): the first prompt
+does, within the time budget, in its place in the session's queue (a cancel stops the
+wait); the servers' prompts (slash commands) follow in a commands update when they arrive.
 
 What servers ask of us is answered from the session: `roots/list` with its roots, an
 elicitation as a question to the user when the editor can ask one (else declined).
@@ -30,7 +35,7 @@ from ..mcp_bridge import (
     merge_specs,
     specs_from_config,
 )
-from ..messages import Elicitation, Message, MessageChunk
+from ..messages import Elicitation, Message, MessageChunk, TurnStopReason
 from ..tools import Tool
 from .channel import EditorLink
 from .mcp_tools import RunningCalls, mcp_tools
@@ -77,7 +82,8 @@ class McpServers:
         self._sessions: dict[str, _SessionServers] = {}
 
     async def connect(self, session: Session, given: Sequence[McpServerSpec]) -> None:
-        """Connect the session's servers; returns once each is ready or has failed.
+        """Start connecting the session's servers in the background; returns at once
+        (`wait_connected` waits for them).
 
         A live session given other servers (a client that loads or resumes it again) gets
         the new set, unless a turn is running: its tool calls keep the servers they use."""
@@ -111,8 +117,25 @@ class McpServers:
         servers = self._sessions.get(session_id)
         return builtin if servers is None else _LiveTools(builtin, servers.hub, servers.calls)
 
+    async def wait_connected(self, session: Session, place: int | None) -> TurnStopReason | None:
+        """Before a prompt: wait for the session's servers still connecting for the first
+        time (within their time budget), in the prompt's `place` in the session's queue, so
+        `session.cancel()` stops the wait. "cancelled" when it did, else None."""
+        servers = self._sessions.get(session.id)
+        if servers is None or not servers.hub.connecting:
+            return None
+        hub = servers.hub
+
+        async def until_connected() -> TurnStopReason:
+            await hub.connected()
+            return "end_turn"
+
+        stop = await session.run_turn(until_connected, place)
+        return "cancelled" if stop == "cancelled" else None
+
     async def before_turn(self, session_id: str) -> None:
-        """Retry failed servers in the background: their tools return when they connect."""
+        """Wait for the servers still connecting for the first time, then retry failed
+        servers in the background: their tools return when they connect."""
         servers = self._sessions.get(session_id)
         if servers is not None:
             await servers.hub.reconnect(wait=False)

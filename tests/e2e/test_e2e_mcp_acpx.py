@@ -340,7 +340,8 @@ def test_acpx_shows_mcp_and_runs_a_servers_prompt_as_a_slash_command(
     assert status.requests == [], "/mcp is answered without the model"
     assert "MCP server 'local'" in status.text() and "ready" in status.text()
     assert "mcp__local__echo" in status.text() and "/local:greet" in status.text()
-    [commands] = status.updates("available_commands_update")
+    # The server connects after the session's answer: its prompts come in a later update.
+    *_, commands = status.updates("available_commands_update")
     assert "local:greet" in [c["name"] for c in commands["availableCommands"]]
     assert greeted.returncode == 0, explain(greeted)
     [request] = greeted.requests

@@ -358,6 +358,7 @@ async def test_aclose_from_another_task_closes_a_hub_run_in_a_task_group(tmp_pat
     hub = McpHub([stdio_spec("every", "everything.py", **{MARK: "mark-run"})], cwd=tmp_path)
     async with anyio.create_task_group() as tg:
         await tg.start(hub.run)
+        await hub.connected()
         assert hub.statuses()[0].state == "ready"
 
         async def close() -> None:

@@ -108,6 +108,17 @@ def tool_results(client: FakeClient, session_id: str, start: int = 0) -> dict[st
     return shown
 
 
+def announces(command: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches the commands update that has `command` (the servers connect after the
+    session's answer: their prompts come in a later update than ours)."""
+
+    def match(frame: dict[str, Any]) -> bool:
+        update = frame.get("params", {}).get("update", {})
+        return any(c["name"] == command for c in update.get("availableCommands", ()))
+
+    return match
+
+
 def reports(server: str) -> Callable[[dict[str, Any]], bool]:
     """Matches the frame that reports `server` to the user."""
 
@@ -318,12 +329,7 @@ async def test_prompts_are_announced_as_commands_and_running_one_sends_its_messa
 ) -> None:
     async with connection() as client:
         sid, _ = await open_session(client, tmp_path, everything())
-        await client.wait_for(
-            lambda f: (
-                f.get("params", {}).get("update", {}).get("sessionUpdate")
-                == "available_commands_update"
-            )
-        )
+        await client.wait_for(announces("box:greet"))
         greet = len(client.frames)
         assert await run(client, sid, "/box:greet Ada") == "end_turn"
         named = len(client.frames)
@@ -333,7 +339,7 @@ async def test_prompts_are_announced_as_commands_and_running_one_sends_its_messa
         history_request = len(client.frames)
         assert await run(client, sid, "what came before?") == "end_turn"
 
-    [commands] = command_updates(client, sid)
+    *_, commands = command_updates(client, sid)
     by_name = {c["name"]: c for c in commands}
     assert {"model", "mcp", "box:greet", "box:review"} <= set(by_name)
     assert by_name["box:greet"] == {
@@ -354,12 +360,8 @@ async def test_commands_are_announced_again_only_when_they_change(
     async with connection() as client:
         sid, _ = await open_session(client, tmp_path, everything())
         await client.call("session/set_mode", {"sessionId": sid, "modeId": "bypass"})
-        await client.wait_for(
-            lambda f: (
-                f.get("params", {}).get("update", {}).get("sessionUpdate")
-                == "available_commands_update"
-            )
-        )
+        await client.wait_for(announces("box:greet"))
+        announced = len(command_updates(client, sid))
         assert await run(client, sid, "@tool mcp__box__grow {}") == "end_turn"
         after_tools_changed = len(command_updates(client, sid))
         assert await run(client, sid, "@tool mcp__box__grown {}") == "end_turn"
@@ -368,9 +370,10 @@ async def test_commands_are_announced_again_only_when_they_change(
         assert await run(client, sid, "/box:later MCP") == "end_turn"
         later = agent_text(client, sid)
 
-    assert after_tools_changed == 1, "a new tool is no new command"
+    assert after_tools_changed == announced, "a new tool is no new command"
     assert tool_results(client, sid)["box: grown"] == "grown"
-    first, second = after_prompts_changed
+    assert len(after_prompts_changed) == announced + 1
+    *_, first, second = after_prompts_changed
     assert [c["name"] for c in second] == [c["name"] for c in first] + ["box:later"]
     assert "Echo: Tell me about MCP." in later
 
