@@ -15,7 +15,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -217,7 +217,42 @@ class EchoProviderConfig(_Strict):
         return self
 
 
-class OpenAIProviderConfig(_Strict):
+class _ServedModels(_Strict):
+    """What a vendor API's section tells the provider beyond its fields: what its models
+    read, and the key `acp-agent login` stored for it (`with_stored_keys`)."""
+
+    if TYPE_CHECKING:  # each section declares these fields itself, in its own order
+        type: str
+        models: tuple[ModelConfig, ...]
+
+    _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
+
+    def reads_documents(self, model_id: str) -> bool:
+        """Whether the model is sent documents: its `documents`, else this type's default."""
+        return _reads_documents(self.type, self.models, model_id)
+
+    def reads_images(self, model_id: str) -> bool:
+        """Whether the model is sent images: its `images` (config or catalog), else yes."""
+        return _reads_images(self.models, model_id)
+
+    def stored_key(self) -> str | None:
+        """The key `acp-agent login` stored for this provider (read when asked): the last
+        resort, after the config and the environment."""
+        return self._stored_key() if self._stored_key is not None else None
+
+    @model_validator(mode="after")
+    def _usable(self) -> _ServedModels:
+        self._check_settings()
+        if not self.models:
+            raise ValueError("models: list at least one model")
+        return self
+
+    def _check_settings(self) -> None:
+        """`ValueError` for settings of the section that cannot work together (checked
+        first)."""
+
+
+class OpenAIProviderConfig(_ServedModels):
     """OpenAI Chat Completions, or any server that speaks it (Ollama, vLLM, LiteLLM ...)."""
 
     type: Literal["openai", "openai-compatible", "azure-openai"]
@@ -237,21 +272,9 @@ class OpenAIProviderConfig(_Strict):
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
     retry: RetryConfig = RetryConfig()
 
-    def reads_documents(self, model_id: str) -> bool:
-        """Whether the model is sent documents: its `documents`, else this type's default."""
-        return _reads_documents(self.type, self.models, model_id)
-
-    def reads_images(self, model_id: str) -> bool:
-        """Whether the model is sent images: its `images` (config or catalog), else yes."""
-        return _reads_images(self.models, model_id)
-
-    @model_validator(mode="after")
-    def _usable(self) -> OpenAIProviderConfig:
+    def _check_settings(self) -> None:
         if self.type in ("openai-compatible", "azure-openai") and not self.base_url:
             raise ValueError(f"an {self.type} provider needs base_url")
-        if not self.models:
-            raise ValueError("models: list at least one model")
-        return self
 
     def resolve_api_key(self, env: Mapping[str, str]) -> str | None:
         if self.api_key:
@@ -260,15 +283,8 @@ class OpenAIProviderConfig(_Strict):
             return env.get(self.api_key_env) or None
         return None
 
-    _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
 
-    def stored_key(self) -> str | None:
-        """The key `acp-agent login` stored for this provider (read when asked): the last
-        resort, after the config and the environment."""
-        return self._stored_key() if self._stored_key is not None else None
-
-
-class AnthropicProviderConfig(_Strict):
+class AnthropicProviderConfig(_ServedModels):
     """Anthropic's Messages API, directly or through Amazon Bedrock or Google Vertex AI."""
 
     type: Literal["anthropic", "anthropic-bedrock", "anthropic-vertex"]
@@ -290,31 +306,10 @@ class AnthropicProviderConfig(_Strict):
     models: tuple[ModelConfig, ...] = Field(description="The models offered from this provider.")
     retry: RetryConfig = RetryConfig()
 
-    def reads_documents(self, model_id: str) -> bool:
-        """Whether the model is sent documents: its `documents`, else this type's default."""
-        return _reads_documents(self.type, self.models, model_id)
-
-    def reads_images(self, model_id: str) -> bool:
-        """Whether the model is sent images: its `images` (config or catalog), else yes."""
-        return _reads_images(self.models, model_id)
-
-    @model_validator(mode="after")
-    def _usable(self) -> AnthropicProviderConfig:
-        if not self.models:
-            raise ValueError("models: list at least one model")
-        return self
-
     def resolve_api_key(self, env: Mapping[str, str]) -> str | None:
         if self.api_key:
             return self.api_key
         return env.get(self.api_key_env or "ANTHROPIC_API_KEY") or None
-
-    _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
-
-    def stored_key(self) -> str | None:
-        """The key `acp-agent login` stored for this provider (read when asked): the last
-        resort, after the config and the environment."""
-        return self._stored_key() if self._stored_key is not None else None
 
 
 class PluginProviderConfig(_Strict):
@@ -782,7 +777,7 @@ def with_stored_keys(config: AgentConfig, stored: Mapping[str, str] | None) -> A
     if stored is None:
         return config
     for name, provider in config.providers.items():
-        if isinstance(provider, OpenAIProviderConfig | AnthropicProviderConfig):
+        if isinstance(provider, _ServedModels):
             provider._stored_key = functools.partial(_lookup, stored, name)
     return config
 

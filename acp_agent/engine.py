@@ -255,8 +255,8 @@ class Turn:
                         case TextDelta(text=text):
                             reply.add_text(text)
                             await self.host.emit(MessageChunk(text, reply_id))
-                        case ThinkingDelta(text=text, provider_data=data):
-                            reply.add_thinking(text, data)
+                        case ThinkingDelta(text=text, provider_data=data, ends_block=ends):
+                            reply.add_thinking(text, data, ends_block=ends)
                             if text:
                                 await self.host.emit(ThoughtChunk(text, thought_id))
                         case ToolCallEnd(call=call):
@@ -562,13 +562,13 @@ class _ReplyBuilder:
         self._flush_thinking()
         self._text.append(text)
 
-    def add_thinking(self, text: str, data: dict[str, Any] | None) -> None:
+    def add_thinking(self, text: str, data: dict[str, Any] | None, *, ends_block: bool) -> None:
         self._flush_text()
         self._thinking.append(text)
         if data:
             self._thinking_data = {**(self._thinking_data or {}), **data}
-        if data and ("signature" in data or "redacted_data" in data):
-            # A signed (or redacted) block is complete: vendors need each one back as sent.
+        if ends_block:
+            # The provider says the block is complete: it goes back as one part, as it came.
             self._flush_thinking()
 
     def message(self) -> Message:

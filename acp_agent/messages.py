@@ -178,6 +178,9 @@ class TextDelta:
 class ThinkingDelta:
     text: str
     provider_data: dict[str, Any] | None = None
+    ends_block: bool = False
+    """The thinking block is complete with this delta: the next thinking starts a part of its
+    own (a vendor that signs its blocks needs each one back as it was sent)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -416,6 +416,31 @@ async def test_thinking_is_shown_as_thought_chunks_and_kept_with_its_provider_da
     ]
 
 
+async def test_thinking_the_provider_marks_as_ending_a_block_is_kept_as_a_part_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # Keys no vendor uses: the engine goes by the provider's mark alone.
+    provider = ScriptedProvider(
+        [
+            ThinkingDelta("First "),
+            ThinkingDelta("block.", provider_data={"seal": "a"}, ends_block=True),
+            ThinkingDelta("Second block.", provider_data={"seal": "b"}, ends_block=True),
+            ThinkingDelta("Unsealed, ", provider_data={"note": "c"}),
+            ThinkingDelta("still one."),
+            TextDelta("Answer."),
+            Stop("end_turn"),
+        ]
+    )
+    turn = make_turn(provider, Host(), tmp_path)
+    await turn.run(user("go"))
+    assert turn.history[1].parts == [
+        ThinkingPart("First block.", {"seal": "a"}),
+        ThinkingPart("Second block.", {"seal": "b"}),
+        ThinkingPart("Unsealed, still one.", {"note": "c"}),
+        TextPart("Answer."),
+    ]
+
+
 async def test_usage_is_reported_against_the_context_window(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [TextDelta("x"), Usage(input_tokens=120, output_tokens=30), Stop("end_turn")]

@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import anyio
 import httpx2
@@ -55,6 +55,7 @@ from .model import (
 from .specs import McpServerSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CLIENT_INFO = types.Implementation(name="acp-agent", version=__version__)
 STDERR_GRACE = 1.0
@@ -264,35 +265,29 @@ class LiveSession:
             params=types.CallToolRequestParams(name=name, arguments=dict(arguments))
         )
         progress = progress_callback(self.server, on_progress) if on_progress else None
-        try:
-            # Not `session.call_tool`: it fails a result whose structured content does not
-            # match the tool's output schema, and the model is better served by the result.
-            result = await self._session.send_request(
-                request, types.CallToolResult, progress_callback=progress
-            )
-        except MCPError as exc:
-            raise await self._failed(exc) from None
-        except ValidationError as exc:
-            raise CallFailed(
-                f"MCP server {self.server!r} answered {name} with a result "
-                f"that is not MCP: {_first_error(exc)}"
-            ) from None
-        return map_result(result)
+        # Not `session.call_tool`: it fails a result whose structured content does not
+        # match the tool's output schema, and the model is better served by the result.
+        sent = self._session.send_request(request, types.CallToolResult, progress_callback=progress)
+        return map_result(await self._answer(sent, f"{name} with a result"))
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> PromptResult:
-        try:
-            result = await self._session.get_prompt(name, dict(arguments))
-        except MCPError as exc:
-            raise await self._failed(exc) from None
-        except ValidationError as exc:
-            raise CallFailed(
-                f"MCP server {self.server!r} answered with a prompt that is not "
-                f"MCP: {_first_error(exc)}"
-            ) from None
-        return prompt_result(result)
+        asked = self._session.get_prompt(name, dict(arguments))
+        return prompt_result(await self._answer(asked, "with a prompt"))
 
     async def roots_changed(self) -> None:
         await self._session.send_notification(types.RootsListChangedNotification())
+
+    async def _answer(self, request: Awaitable[T], what: str) -> T:
+        """The server's answer to `request`; `CallFailed` when it reports a failure, or
+        answers `what` that is not MCP."""
+        try:
+            return await request
+        except MCPError as exc:
+            raise await self._failed(exc) from None
+        except ValidationError as exc:
+            raise CallFailed(
+                f"MCP server {self.server!r} answered {what} that is not MCP: {_first_error(exc)}"
+            ) from None
 
     async def _failed(self, exc: MCPError) -> CallFailed:
         if exc.code != types.CONNECTION_CLOSED:

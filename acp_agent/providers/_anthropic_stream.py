@@ -18,14 +18,13 @@ from ..messages import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallPart,
     ToolCallStart,
     Usage,
 )
 from ._anthropic_mapping import REDACTED_KEY, SIGNATURE_KEY
-from .base import parse_tool_arguments
+from ._tool_calls import StreamedCall, parse_tool_arguments
 
 _STOP_REASONS: Final[dict[str, ModelStopReason]] = {
     "end_turn": "end_turn",
@@ -39,11 +38,9 @@ _STOP_REASONS: Final[dict[str, ModelStopReason]] = {
 
 
 @dataclass(slots=True)
-class _ToolBlock:
-    id: str
-    name: str
-    initial: dict[str, Any]
-    fragments: list[str] = field(default_factory=list)
+class _ToolBlock(StreamedCall):
+    initial: dict[str, Any] = field(default_factory=dict)
+    """The input the block started with: the call's arguments when no fragment follows."""
 
 
 class EventMapper:
@@ -51,6 +48,7 @@ class EventMapper:
 
     Each thinking block ends with a `ThinkingDelta` that carries `{"signature": ...}` in its
     `provider_data`; a redacted block is one `ThinkingDelta("", {"redacted_data": ...})`.
+    Both are marked `ends_block`: the API wants every block back whole and apart.
     """
 
     def __init__(self) -> None:
@@ -126,39 +124,23 @@ class EventMapper:
         self._cache_write = _count(usage.get("cache_creation_input_tokens"))
 
     def _on_block_start(self, index: object, block: dict[str, Any]) -> Iterator[StreamEvent]:
-        match block.get("type"):
-            case "text":
-                if text := _text(block.get("text")):
-                    yield TextDelta(text)
-            case "thinking":
-                if thinking := _text(block.get("thinking")):
-                    yield ThinkingDelta(thinking)
-            case "redacted_thinking":
-                yield ThinkingDelta("", provider_data={REDACTED_KEY: block.get("data")})
-            case "tool_use":
-                call_id, name = _text(block.get("id")) or "", _text(block.get("name")) or ""
-                self._tools[index] = _ToolBlock(call_id, name, dict(_object(block.get("input"))))
-                self._calls += 1
-                yield ToolCallStart(id=call_id, name=name)
+        if block.get("type") != "tool_use":
+            yield from _content(block)
+            return
+        call_id, name = _text(block.get("id")) or "", _text(block.get("name")) or ""
+        self._tools[index] = _ToolBlock(call_id, name, initial=dict(_object(block.get("input"))))
+        self._calls += 1
+        yield ToolCallStart(id=call_id, name=name)
 
     def _on_block_delta(self, index: object, delta: dict[str, Any]) -> Iterator[StreamEvent]:
-        match delta.get("type"):
-            case "text_delta":
-                if text := _text(delta.get("text")):
-                    yield TextDelta(text)
-            case "thinking_delta":
-                if thinking := _text(delta.get("thinking")):
-                    yield ThinkingDelta(thinking)
-            case "signature_delta":
-                yield ThinkingDelta("", provider_data={SIGNATURE_KEY: delta.get("signature")})
-            case "input_json_delta":
-                yield from self._input_json(index, _text(delta.get("partial_json")) or "")
+        if delta.get("type") == "input_json_delta":
+            yield from self._input_json(index, _text(delta.get("partial_json")) or "")
+        else:
+            yield from _content(delta)
 
     def _input_json(self, index: object, partial: str) -> Iterator[StreamEvent]:
-        tool = self._tools.get(index)
-        if tool is not None and partial:
-            tool.fragments.append(partial)
-            yield ToolCallArgsDelta(id=tool.id, delta=partial)
+        if (tool := self._tools.get(index)) is not None:
+            yield from tool.more_arguments(partial)
 
     def _on_block_stop(self, index: object) -> Iterator[StreamEvent]:
         tool = self._tools.pop(index, None)
@@ -183,6 +165,26 @@ class EventMapper:
         reason = _STOP_REASONS.get(self._stop_reason or "", "end_turn")
         # "tool_use" without a single call would leave the engine nothing to run.
         return "end_turn" if reason == "tool_use" and not self._calls else reason
+
+
+def _content(block: dict[str, Any]) -> Iterator[StreamEvent]:
+    """The text or thinking of a block's start or of a delta (both name it alike)."""
+    match block.get("type"):
+        case "text" | "text_delta":
+            if text := _text(block.get("text")):
+                yield TextDelta(text)
+        case "thinking" | "thinking_delta":
+            if thinking := _text(block.get("thinking")):
+                yield ThinkingDelta(thinking)
+        case "redacted_thinking":
+            yield _block_end({REDACTED_KEY: block.get("data")})
+        case "signature_delta":
+            yield _block_end({SIGNATURE_KEY: block.get("signature")})
+
+
+def _block_end(provider_data: dict[str, Any]) -> ThinkingDelta:
+    """The delta that completes a thinking block: its signature, or a redacted block whole."""
+    return ThinkingDelta("", provider_data, ends_block=True)
 
 
 def _object(value: object) -> dict[str, Any]:

@@ -40,8 +40,9 @@ from ..messages import (
     Usage,
     model_parts,
 )
+from ._tool_calls import parse_tool_arguments
 from ._wire import dumps
-from .base import UnsupportedPart, parse_tool_arguments
+from .base import UnsupportedPart
 
 if TYPE_CHECKING:
     # Annotations only: the SDK is not imported (its import costs a second).

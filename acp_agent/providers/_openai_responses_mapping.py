@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from ..messages import (
@@ -45,8 +44,9 @@ from ..messages import (
     model_parts,
 )
 from ._openai_chat_mapping import file_name
+from ._tool_calls import StreamedCall, parse_tool_arguments, whole_tool_call
 from ._wire import dumps
-from .base import UnsupportedPart, parse_tool_arguments
+from .base import UnsupportedPart
 
 if TYPE_CHECKING:
     # Annotations only; what `on_event` matches on comes from `_openai_sdk`, which the
@@ -281,13 +281,6 @@ def _tool_output(part: Part) -> FunctionCallOutput:
 # --- stream -------------------------------------------------------------------------------
 
 
-@dataclass
-class _Call:
-    id: str
-    name: str
-    fragments: list[str] = field(default_factory=list)
-
-
 class ResponseEventMapper:
     """Turns stream events into neutral events; `finish` reports usage and the stop.
 
@@ -297,7 +290,7 @@ class ResponseEventMapper:
     def __init__(self) -> None:
         self.done = False
         """A terminal event (`response.completed` / `response.incomplete`) arrived."""
-        self._calls: dict[int, _Call] = {}
+        self._calls: dict[int, StreamedCall] = {}
         self._ended_calls = 0
         self._usage: Usage | None = None
         self._refused = False
@@ -373,53 +366,40 @@ class ResponseEventMapper:
 
     def on_event(self, event: ResponseStreamEvent) -> Iterator[StreamEvent]:
         """The events of any event the SDK built (`_openai_sdk.response_event`)."""
-        from ._openai_sdk import (
-            ResponseCompletedEvent,
-            ResponseErrorEvent,
-            ResponseFailedEvent,
-            ResponseFunctionCallArgumentsDeltaEvent,
-            ResponseFunctionToolCall,
-            ResponseIncompleteEvent,
-            ResponseOutputItemAddedEvent,
-            ResponseOutputItemDoneEvent,
-            ResponseReasoningSummaryTextDeltaEvent,
-            ResponseReasoningTextDeltaEvent,
-            ResponseRefusalDeltaEvent,
-            ResponseTextDeltaEvent,
-        )
+        from . import _openai_sdk as sdk
 
         match event:
-            case ResponseTextDeltaEvent(delta=delta):
+            case sdk.ResponseTextDeltaEvent(delta=delta):
                 yield from self._text(delta)
-            case ResponseRefusalDeltaEvent(delta=delta):
+            case sdk.ResponseRefusalDeltaEvent(delta=delta):
                 self._refused = True
                 yield from self._text(delta)
-            case ResponseReasoningSummaryTextDeltaEvent():
+            case sdk.ResponseReasoningSummaryTextDeltaEvent():
                 yield from self._thinking(event.delta, event.output_index, event.summary_index)
-            case ResponseReasoningTextDeltaEvent():
+            case sdk.ResponseReasoningTextDeltaEvent():
                 yield from self._thinking(event.delta, event.output_index, event.content_index)
-            case ResponseOutputItemAddedEvent(item=ResponseFunctionToolCall() as item):
+            case sdk.ResponseOutputItemAddedEvent(item=sdk.ResponseFunctionToolCall() as item):
                 self._thinking_at = None
-                self._calls[event.output_index] = _Call(id=item.call_id, name=item.name)
+                self._calls[event.output_index] = StreamedCall(item.call_id, item.name)
                 yield ToolCallStart(id=item.call_id, name=item.name)
-            case ResponseFunctionCallArgumentsDeltaEvent():
+            case sdk.ResponseFunctionCallArgumentsDeltaEvent():
                 yield from self._arguments(event.output_index, event.delta)
-            case ResponseOutputItemDoneEvent():
+            case sdk.ResponseOutputItemDoneEvent():
                 yield from self._item_done(event.output_index, event.item)
-            case ResponseCompletedEvent(response=response):
+            case sdk.ResponseCompletedEvent(response=response):
                 self._end(_sdk_usage(response.usage))
                 self._stop = self._completed_stop()
-            case ResponseIncompleteEvent(response=response):
+            case sdk.ResponseIncompleteEvent(response=response):
                 self._end(_sdk_usage(response.usage))
                 details = response.incomplete_details
                 reason = details.reason if details is not None else None
                 self._stop = "refusal" if reason == "content_filter" else "max_tokens"
-            case ResponseFailedEvent(response=response):
+            case sdk.ResponseFailedEvent(response=response):
                 error = response.error
                 if error is None:
                     raise ResponseFailed(None, "the model failed without saying why")
                 raise ResponseFailed(error.code, error.message)
-            case ResponseErrorEvent():
+            case sdk.ResponseErrorEvent():
                 raise ResponseFailed(event.code, event.message)
             case _:
                 pass  # lifecycle events, annotations, built-in tools: nothing to report
@@ -430,10 +410,8 @@ class ResponseEventMapper:
         yield Stop(self._stop)
 
     def _arguments(self, index: int, delta: str) -> Iterator[StreamEvent]:
-        call = self._calls.get(index)
-        if call is not None and delta:
-            call.fragments.append(delta)
-            yield ToolCallArgsDelta(id=call.id, delta=delta)
+        if (call := self._calls.get(index)) is not None:
+            yield from call.more_arguments(delta)
 
     def _text(self, delta: str) -> Iterator[StreamEvent]:
         if delta:
@@ -450,31 +428,27 @@ class ResponseEventMapper:
         yield ThinkingDelta(delta)
 
     def _item_done(self, index: int, item: object) -> Iterator[StreamEvent]:
-        from ._openai_sdk import (
-            ResponseFunctionToolCall,
-            ResponseOutputMessage,
-            ResponseReasoningItem,
-        )
+        from . import _openai_sdk as sdk
 
         match item:
-            case ResponseFunctionToolCall():
+            case sdk.ResponseFunctionToolCall():
                 yield from self._call_done(index, item)
-            case ResponseReasoningItem():
+            case sdk.ResponseReasoningItem():
                 yield from self._reasoning_done(index, item)
-            case ResponseOutputMessage():
+            case sdk.ResponseOutputMessage():
                 if any(part.type == "refusal" for part in item.content):
                     self._refused = True
 
     def _call_done(self, index: int, item: ResponseFunctionToolCall) -> Iterator[StreamEvent]:
         self._thinking_at = None
+        self._ended_calls += 1
         call = self._calls.pop(index, None)
         if call is None:  # a server that announces the call only when it is complete
-            call = _Call(id=item.call_id, name=item.name)
-            yield ToolCallStart(id=call.id, name=call.name)
+            yield from whole_tool_call(item.call_id, item.name, item.arguments or "")
+            return
         raw = item.arguments if item.arguments is not None else "".join(call.fragments)
         if raw and not call.fragments:
             yield ToolCallArgsDelta(id=call.id, delta=raw)
-        self._ended_calls += 1
         yield ToolCallEnd(
             ToolCallPart(id=call.id, name=call.name, arguments=parse_tool_arguments(raw))
         )

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ..messages import (
-    INVALID_JSON_KEY,
     DocumentPart,
     ImagePart,
     Message,
@@ -24,18 +22,6 @@ from ..messages import (
 
 class UnsupportedPart(ValueError):
     """A part an API cannot carry in that role; a bug in the caller, not a user error."""
-
-
-def parse_tool_arguments(raw: str) -> dict[str, Any]:
-    """Streamed argument text as an object; what is not a JSON object arrives raw, so the
-    engine can tell the model its arguments did not parse."""
-    if not raw.strip():
-        return {}  # servers send nothing at all for a tool without parameters
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        return {INVALID_JSON_KEY: raw}
-    return arguments if isinstance(arguments, dict) else {INVALID_JSON_KEY: raw}
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ import json
 import math
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -36,13 +36,11 @@ from ..messages import (
     TextDelta,
     TextPart,
     ThinkingPart,
-    ToolCallArgsDelta,
-    ToolCallEnd,
     ToolCallPart,
-    ToolCallStart,
     ToolResultPart,
     Usage,
 )
+from ._tool_calls import whole_tool_call
 from .base import ModelRequest
 from .errors import ProviderError
 
@@ -61,8 +59,8 @@ class _Script:
     """What the directive lines of one user message ask for."""
 
     text: str = ""
-    tool_calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
-    """(name, raw JSON text, parsed arguments) per `@tool` line."""
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+    """(name, raw JSON object text) per `@tool` line."""
     stop: ModelStopReason = "end_turn"
     delay: float | None = None
 
@@ -75,13 +73,11 @@ class EchoProvider:
     async def aclose(self) -> None:
         pass  # no connections
 
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        events = self._events(request)
-        try:
-            yield events
-        finally:
-            await events.aclose()
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        # Leaving the block closes the generator, wherever the reply was left unread.
+        return aclosing(self._events(request))
 
     async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent]:
         if not request.messages:
@@ -99,13 +95,11 @@ class EchoProvider:
         reply_chars = 0
         if script.tool_calls:
             first_id = _count_tool_calls(request.messages) + 1
-            for number, (name, raw, arguments) in enumerate(script.tool_calls, start=first_id):
+            for number, (name, raw) in enumerate(script.tool_calls, start=first_id):
                 # A checkpoint before every event keeps the stream cancellable even at delay 0.
                 await anyio.sleep(delay if number > first_id else 0)
-                call_id = f"echo-call-{number}"
-                yield ToolCallStart(id=call_id, name=name)
-                yield ToolCallArgsDelta(id=call_id, delta=raw)
-                yield ToolCallEnd(ToolCallPart(id=call_id, name=name, arguments=arguments))
+                for event in whole_tool_call(f"echo-call-{number}", name, raw):
+                    yield event
                 reply_chars += len(name) + len(raw)
             stop: ModelStopReason = "tool_use"
         else:
@@ -164,7 +158,7 @@ def _apply_directive(line: str, script: _Script) -> bool:
             return False
         if not isinstance(arguments, dict):
             return False
-        script.tool_calls.append((match["name"], raw, arguments))
+        script.tool_calls.append((match["name"], raw))
         return True
     if match := _STOP_LINE.fullmatch(line):
         script.stop = "max_tokens" if match["reason"] == "max_tokens" else "refusal"

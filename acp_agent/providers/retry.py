@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing
 from typing import TYPE_CHECKING
 
 import anyio
@@ -68,13 +68,11 @@ class RetryingProvider:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        events = self._events(request)
-        try:
-            yield events
-        finally:
-            await events.aclose()
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        # Leaving the block closes the generator, wherever the reply was left unread.
+        return aclosing(self._events(request))
 
     async def _events(self, request: ModelRequest) -> AsyncGenerator[StreamEvent]:
         started = self._clock()

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from .errors import RecordError
 
@@ -31,6 +31,7 @@ Read = Callable[[str, Any], Any]
 """Reads the JSON value found under a key (named in errors)."""
 
 _REQUIRED: Any = object()
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,7 @@ class Codec:
     # --- writers ---------------------------------------------------------------------------
 
     def writer(self, of: Any) -> Write:
-        writer = self._writers.get(of)
-        if writer is None:
-            writer = self._writers[of] = self._build_writer(of)
-        return writer
+        return _built_once(self._writers, of, self._build_writer)
 
     def _build_writer(self, of: Any) -> Write:
         members = _non_none(of)
@@ -101,12 +99,7 @@ class Codec:
         return _same
 
     def _object_writer(self, cls: type[Any]) -> Write:
-        hints = get_type_hints(cls)
-        fields = [
-            (f.name, self._renames.get((cls, f.name), f.name), self.writer(hints[f.name]))
-            for f in dataclasses.fields(cls)
-            if (cls, f.name) not in self._not_stored
-        ]
+        fields = [(f.name, key, self.writer(of)) for f, key, of in self._stored_fields(cls)]
 
         def write(value: Any) -> Json:
             d: Json = {}
@@ -134,10 +127,7 @@ class Codec:
     # --- readers ---------------------------------------------------------------------------
 
     def reader(self, of: Any) -> Read:
-        reader = self._readers.get(of)
-        if reader is None:
-            reader = self._readers[of] = self._build_reader(of)
-        return reader
+        return _built_once(self._readers, of, self._build_reader)
 
     def _build_reader(self, of: Any) -> Read:
         members = _non_none(of)
@@ -162,16 +152,9 @@ class Codec:
         raise TypeError(f"no JSON reader for {of!r}")
 
     def _object_reader(self, cls: type[Any]) -> Read:
-        hints = get_type_hints(cls)
         fields = [
-            _Field(
-                f.name,
-                self._renames.get((cls, f.name), f.name),
-                self.reader(hints[f.name]),
-                _when_absent(f, hints[f.name]),
-            )
-            for f in dataclasses.fields(cls)
-            if (cls, f.name) not in self._not_stored
+            _Field(f.name, key, self.reader(of), _when_absent(f, of))
+            for f, key, of in self._stored_fields(cls)
         ]
 
         def read(key: str, d: Any) -> Any:
@@ -208,12 +191,27 @@ class Codec:
 
         return read
 
+    def _stored_fields(self, cls: type[Any]) -> Iterator[tuple[dataclasses.Field[Any], str, Any]]:
+        """Each field of `cls` the JSON object holds: the field, its key and its type."""
+        hints = get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if (cls, f.name) not in self._not_stored:
+                yield f, self._renames.get((cls, f.name), f.name), hints[f.name]
+
     def _family(self, members: tuple[Any, ...]) -> Family:
         """The first family that tags every member of a union."""
         for family in self._families:
             if all(cls in family.tags for cls in members):
                 return family
         raise TypeError(f"no family tags all of {members!r}")
+
+
+def _built_once(cache: dict[Any, T], of: Any, build: Callable[[Any], T]) -> T:
+    """The cached reader or writer of `of`, built on first use."""
+    found = cache.get(of)
+    if found is None:
+        found = cache[of] = build(of)
+    return found
 
 
 def _non_none(of: Any) -> tuple[Any, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..config import AgentConfig
 from ..mcp_bridge import McpPromptInfo
@@ -62,22 +62,21 @@ class Command:
         return CommandInfo(self.name, self.description, self.hint)
 
 
+@dataclass(eq=False)
 class SlashCommands:
-    def __init__(
-        self,
-        config: AgentConfig,
-        link: EditorLink,
-        live: LiveSessions,
-        servers: McpServers,
-        choices: Choices,
-        runner: TurnRunner,
-    ) -> None:
-        self._config = config
-        self._link = link
-        self._live = live
-        self._servers = servers
-        self._choices = choices
-        self._runner = runner
+    """Every session's slash commands: ours, then its MCP servers' prompts."""
+
+    config: AgentConfig
+    link: EditorLink
+    live: LiveSessions
+    servers: McpServers
+    choices: Choices
+    """What `/model` and `/mode` switch."""
+    runner: TurnRunner
+    """Runs `/compact` and the turns of MCP prompts."""
+    _ours: dict[str, Command] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
         self._ours = {
             command.name: command
             for command in (
@@ -112,14 +111,14 @@ class SlashCommands:
                 info.description or info.title or f"MCP prompt {info.name} of {info.server}",
                 " ".join(a.name for a in info.arguments) or None,
             )
-            for info in self._servers.prompts(session_id)
+            for info in self.servers.prompts(session_id)
         )
         return tuple(command.info for command in self._ours.values()) + prompts
 
     async def announce_commands(self, session_id: str) -> None:
         """Tell the editor the session's commands (once it knows the session, and when the
         servers' prompts change), then what its servers did meanwhile."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is not None:
             await self.announce(entry.session)
 
@@ -127,8 +126,8 @@ class SlashCommands:
         commands = self.commands(session.id)
         if commands != session.commands_shown:
             session.commands_shown = commands
-            await self._link.channel(session.id).emit(CommandsChanged(commands))
-        await self._servers.announce(session.id)
+            await self.link.channel(session.id).emit(CommandsChanged(commands))
+        await self.servers.announce(session.id)
 
     async def run(
         self, entry: Live, name: str, argument: str, place: int | None
@@ -141,7 +140,7 @@ class SlashCommands:
             entry.writer.append(EventRecord(UserMessageChunk(typed, _new_id())))
             return await command.run(entry, argument, place)
         session = entry.session
-        prompt = next((p for p in self._servers.prompts(session.id) if p.command == name), None)
+        prompt = next((p for p in self.servers.prompts(session.id) if p.command == name), None)
         if prompt is None:
             return None
         # In its place in the queue from the start: a later prompt or a cancel read after
@@ -157,15 +156,11 @@ class SlashCommands:
         unknown model is answered with the list, as a reply: the prompt did not fail."""
         listed = "\n".join(
             f"- {choice}{'  (current)' if choice == entry.session.model_choice else ''}"
-            for choice, _, _ in self._config.model_choices()
+            for choice, _, _ in self.config.model_choices()
         )
         listing = f"Models:\n{listed}\n\nSwitch with /model provider/model."
-        if not argument:
-            return await self._reply(entry, listing)
-        try:
-            self._choices.choose(entry, MODEL, argument)
-        except ChoiceError:
-            return await self._reply(entry, f"There is no model {argument!r}.\n\n{listing}")
+        if not await self._switch(entry, MODEL, argument, listing):
+            return PromptOutcome("end_turn")
         await self._reply(entry, f"Model set to {argument}.")
         return PromptOutcome("end_turn", choices_changed=True)
 
@@ -178,24 +173,34 @@ class SlashCommands:
             for mode in MODES
         )
         listing = f"Modes:\n{listed}\n\nSwitch with /mode id."
-        if not argument:
-            return await self._reply(entry, listing)
-        try:
-            self._choices.choose(entry, MODE, argument)
-        except ChoiceError:
-            return await self._reply(entry, f"There is no mode {argument!r}.\n\n{listing}")
+        if not await self._switch(entry, MODE, argument, listing):
+            return PromptOutcome("end_turn")
         name = next(mode.name for mode in MODES if mode.id == session.mode)
         await self._reply(entry, f"Mode set to {name} ({session.mode}).")
         return PromptOutcome("end_turn", choices_changed=True, mode_changed=True)
 
+    async def _switch(self, entry: Live, option: str, value: str, listing: str) -> bool:
+        """Set the session's `option` to the `value` typed: True when it is set. Without a
+        value, or for one not offered, the user is answered with `listing` (a reply: the
+        prompt did not fail)."""
+        if not value:
+            await self._reply(entry, listing)
+            return False
+        try:
+            self.choices.choose(entry, option, value)
+        except ChoiceError:
+            await self._reply(entry, f"There is no {option} {value!r}.\n\n{listing}")
+            return False
+        return True
+
     async def _mcp(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
-        return await self._reply(entry, self._servers.describe(entry.session.id))
+        return await self._reply(entry, self.servers.describe(entry.session.id))
 
     async def _compact(self, entry: Live, focus: str, place: int | None) -> PromptOutcome:
         """`/compact [focus]`, in the session's queue: the older turns summarised now."""
 
         async def compact() -> TurnStopReason:
-            if not await self._runner.compact(entry.session, entry.writer, focus):
+            if not await self.runner.compact(entry.session, entry.writer, focus):
                 await self._reply(entry, "Nothing to compact: no turns since the last summary.")
             return "end_turn"
 
@@ -218,7 +223,7 @@ class SlashCommands:
         first."""
         session = entry.session
         try:
-            messages = await self._servers.prompt_messages(session.id, prompt, argument)
+            messages = await self.servers.prompt_messages(session.id, prompt, argument)
         except (PromptUsageError, McpError) as exc:
             await self._reply(entry, f"/{prompt.command}: {exc}")
             return "end_turn"
@@ -227,13 +232,13 @@ class SlashCommands:
             earlier, last = [*earlier, last], Message("user", [TextPart("Go on.")])
         for message in earlier:
             entry.keep(message)
-        return await self._runner.run(session, entry.writer, last)
+        return await self.runner.run(session, entry.writer, last)
 
     async def _reply(self, entry: Live, text: str) -> PromptOutcome:
         """An answer of ours (not the model's), kept for the session's replay."""
         reply = MessageChunk(text, _new_id())
         entry.writer.append(EventRecord(reply))
-        await self._link.channel(entry.session.id).emit(reply)
+        await self.link.channel(entry.session.id).emit(reply)
         return PromptOutcome("end_turn")
 
 

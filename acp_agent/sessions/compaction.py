@@ -26,7 +26,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
@@ -258,19 +258,15 @@ async def summarise(
 # --- compacting --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
 class Compactor:
-    """Compacts one session's working context and records it in the session's log.
+    """Compacts one session's working context and records it in the session's log."""
 
-    `emit` shows the compaction to the user (a turn's host, or the session's channel).
-    """
-
-    def __init__(
-        self, session: Session, log: LogWriter, policy: CompactionPolicy, emit: Emit
-    ) -> None:
-        self.session = session
-        self._log = log
-        self.policy = policy
-        self._emit = emit
+    session: Session
+    log: LogWriter
+    policy: CompactionPolicy
+    emit: Emit
+    """Shows the compaction to the user (a turn's host, or the session's channel)."""
 
     async def compact(
         self,
@@ -295,14 +291,14 @@ class Compactor:
         if cut is None:
             return "nothing"
         compaction_id = f"cmp_{uuid.uuid4().hex}"
-        await self._emit(CompactionStarted(compaction_id))
+        await self.emit(CompactionStarted(compaction_id))
 
         async def stream(delta: str) -> None:
-            await self._emit(CompactionSummaryChunk(compaction_id, delta))
+            await self.emit(CompactionSummaryChunk(compaction_id, delta))
 
         request = summary_request(setup.settings, history[:cut], focus)
         try:
-            summary = await summarise(setup, request, stream, session.usage, self._emit)
+            summary = await summarise(setup, request, stream, session.usage, self.emit)
         except (CompactionFailed, ProviderError) as exc:
             log.warning("session %s: compaction failed: %s", session.id, exc)
             await self._finish(CompactionFinished(compaction_id, "failed", error=str(exc)))
@@ -320,7 +316,7 @@ class Compactor:
 
         summarised = session.summarised + (cut - start)
         message = summary_message(summary)
-        self._log.append(CompactionRecord(compaction_id, message, summarised))
+        self.log.append(CompactionRecord(compaction_id, message, summarised))
         history[:] = [message, *history[cut:]]
         session.summarised = summarised
         log.info(
@@ -333,13 +329,13 @@ class Compactor:
         meter = session.usage
         used = meter.counter.count_request(system, history, tools)
         meter.last, meter.messages = Reading(used, meter.cost_usd, estimated=True), len(history)
-        self._log.append(UsageRecord(meter.cost_usd, used, estimated=True))
+        self.log.append(UsageRecord(meter.cost_usd, used, estimated=True))
         await self._finish(
             CompactionFinished(
                 compaction_id, "completed", summary=summary, summarised=summarised, share=share
             )
         )
-        await self._emit(UsageUpdated(used, setup.settings.context_window, meter.cost_usd))
+        await self.emit(UsageUpdated(used, setup.settings.context_window, meter.cost_usd))
         return "compacted"
 
     async def on_demand(
@@ -363,10 +359,11 @@ class Compactor:
         )
 
     async def _finish(self, event: CompactionFinished) -> None:
-        self._log.append(EventRecord(event))  # shown again when the session is loaded
-        await self._emit(event)
+        self.log.append(EventRecord(event))  # shown again when the session is loaded
+        await self.emit(event)
 
 
+@dataclass(slots=True)
 class TurnCompaction:
     """`engine.ContextGuard` of one turn: compacts before a request that would pass the
     threshold, and when the vendor refuses one as too long.
@@ -375,11 +372,10 @@ class TurnCompaction:
     that only the running turn is left is said once per turn.
     """
 
-    def __init__(self, compactor: Compactor, emit: Emit) -> None:
-        self._compactor = compactor
-        self._emit = emit
-        self._failed = False
-        self._said_nothing_left = False
+    compactor: Compactor
+    emit: Emit
+    _failed: bool = field(default=False, init=False)
+    _said_nothing_left: bool = field(default=False, init=False)
 
     async def fit(
         self,
@@ -389,12 +385,12 @@ class TurnCompaction:
         overflow: ContextWindowError | None = None,
     ) -> bool:
         window = setup.settings.context_window
-        tokens = request_tokens(self._compactor.session.usage, request)
+        tokens = request_tokens(self.compactor.session.usage, request)
         if overflow is None and (
-            self._failed or not over_threshold(tokens, window, self._compactor.policy.threshold)
+            self._failed or not over_threshold(tokens, window, self.compactor.policy.threshold)
         ):
             return False
-        outcome = await self._compactor.compact(
+        outcome = await self.compactor.compact(
             history,
             setup,
             system=request.system,
@@ -406,7 +402,7 @@ class TurnCompaction:
             self._failed = True
         elif outcome == "nothing" and not self._said_nothing_left:
             self._said_nothing_left = True
-            await self._emit(MessageChunk(_nothing_left(tokens / window, overflow), _new_id()))
+            await self.emit(MessageChunk(_nothing_left(tokens / window, overflow), _new_id()))
         return outcome == "compacted"
 
 

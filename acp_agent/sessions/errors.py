@@ -19,21 +19,30 @@ What the session manager raises besides (the agent turns them into JSON-RPC erro
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class StoreError(Exception):
     """Base class of the session store's errors."""
 
 
-class SessionNotFound(StoreError):
+class _OfSession(Exception):
+    """An error about one session: its message (`template`) names the id, `session_id`
+    keeps it."""
+
+    template: ClassVar[str] = "session {!r}"
+
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session not found: {session_id!r}")
+        super().__init__(self.template.format(session_id))
         self.session_id = session_id
 
 
-class SessionExists(StoreError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session already exists: {session_id!r}")
-        self.session_id = session_id
+class SessionNotFound(_OfSession, StoreError):
+    template = "session not found: {!r}"
+
+
+class SessionExists(_OfSession, StoreError):
+    template = "session already exists: {!r}"
 
 
 class SessionCorrupt(StoreError):
@@ -54,10 +63,8 @@ class RecordError(StoreError):
     """A record that cannot be encoded, or a line that cannot be decoded into one."""
 
 
-class UnknownSession(LookupError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"unknown session {session_id!r}")
-        self.session_id = session_id
+class UnknownSession(_OfSession, LookupError):
+    template = "unknown session {!r}"
 
 
 class ChoiceError(ValueError):

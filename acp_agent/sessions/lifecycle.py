@@ -12,6 +12,7 @@ import gc
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,30 +42,37 @@ INTERRUPTED_RESULT = "Not run: the session ended before this tool call finished.
 Announce = Callable[[Session], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a request opens a session: its working directory, the other roots, and the
+    MCP servers the editor gives it."""
+
+    cwd: Path
+    additional_roots: tuple[Path, ...]
+    mcp_servers: tuple[McpServerSpec, ...]
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return (self.cwd, *self.additional_roots)
+
+
+@dataclass(eq=False)
 class Lifecycle:
-    def __init__(
-        self,
-        config: AgentConfig,
-        link: EditorLink,
-        store: SessionStore,
-        live: LiveSessions,
-        servers: McpServers,
-        choices: Choices,
-        announce: Announce,
-        *,
-        encoder: Encoder | None,
-    ) -> None:
-        self._config = config
-        self._link = link
-        self._store = store
-        self._live = live
-        self._servers = servers
-        self._choices = choices
-        self._announce = announce
-        """Tells the editor a session's commands (when one let go comes back)."""
-        self._encoder = encoder
-        self._opening: dict[str, anyio.Event] = {}
-        """Sessions being opened from the store, set when done."""
+    """Every session's life in this process."""
+
+    config: AgentConfig
+    link: EditorLink
+    store: SessionStore
+    live: LiveSessions
+    servers: McpServers
+    choices: Choices
+    """Gives a stored session its choices back."""
+    announce: Announce
+    """Tells the editor a session's commands (when one let go comes back)."""
+    encoder: Encoder | None
+    """Counts a session's tokens (None: estimated from its characters)."""
+    _opening: dict[str, anyio.Event] = field(default_factory=dict, init=False, repr=False)
+    """Sessions being opened from the store, set when done."""
 
     async def new(
         self,
@@ -72,54 +80,36 @@ class Lifecycle:
         additional_roots: Sequence[Path] = (),
         mcp_servers: Sequence[McpServerSpec] = (),
     ) -> Session:
-        session = self._session(f"sess_{uuid.uuid4().hex}", cwd, additional_roots)
-        entry = Live(
-            session,
-            self._store.create(_header(session.id, cwd, additional_roots)),
-            tuple(mcp_servers),
-        )
+        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
+        session = self._session(f"sess_{uuid.uuid4().hex}", where)
+        entry = Live(session, self.store.create(_header(session.id, where)), where.mcp_servers)
         # The choices it starts with, so a later default does not change a stored session.
         entry.writer.append(ChoiceRecord(model=session.model_choice, mode=session.mode))
         entry.writer.append(_roots_record(session))
-        self._live.add(entry)
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
-        with self._live.using(session.id):
-            await self._servers.connect(session, mcp_servers)
-            await self._let_go_over_limit()
+        await self._go_live(entry)
         return session
 
-    async def load(
+    async def reopen(
         self,
         session_id: str,
         cwd: Path,
         additional_roots: Sequence[Path] = (),
         mcp_servers: Sequence[McpServerSpec] = (),
+        *,
+        replay_history: bool,
     ) -> Session:
-        """The stored session, live again, after the user has been shown its whole
-        conversation (through the session's channel)."""
-        session = await self._open(session_id, cwd, additional_roots, mcp_servers)
-        with self._live.using(session.id):
-            await self._connect(session, mcp_servers)
-            records = await anyio.to_thread.run_sync(self._read, session_id)
-            channel = self._link.channel(session_id)
-            for event in replay(records):
-                await channel.emit(event)
-            session.commands_shown = None  # the client shows the session afresh: tell it again
-            await self._let_go_over_limit()
-        return session
-
-    async def resume(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path] = (),
-        mcp_servers: Sequence[McpServerSpec] = (),
-    ) -> Session:
-        """The stored session, live again without replay; the request's roots replace its
-        roots. A session that is live already is returned as it is."""
-        session = await self._open(session_id, cwd, additional_roots, mcp_servers)
-        with self._live.using(session.id):
-            await self._connect(session, mcp_servers)
+        """The stored session, live again (`session/load`, `session/resume`); the request's
+        roots replace its roots. A session that is live already is taken as it is.
+        `replay_history`: the user is shown its whole conversation first (through the
+        session's channel)."""
+        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
+        session = await self._open(session_id, where)
+        with self.live.using(session.id):
+            await self.servers.connect(session, where.mcp_servers)
+            self.live.set_servers(session.id, where.mcp_servers)
+            if replay_history:
+                await self._replay(session)
             await self._let_go_over_limit()
         return session
 
@@ -132,62 +122,57 @@ class Lifecycle:
     ) -> Session:
         """A new session holding a copy of the stored one's conversation; the original is
         left as it was (and may be open in another process meanwhile)."""
-        source = self._live.get(session_id)
+        source = self.live.get(session_id)
         if source is not None and source.session.busy:
             # Its running turn writes on; the copy takes what is written so far.
             log.info("forking %s while a turn runs", session_id)
+        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         fork_id = f"sess_{uuid.uuid4().hex}"
-        header = _header(fork_id, cwd, additional_roots, forked_from=session_id)
         try:
-            fork_log = self._store.fork(session_id, header)
+            fork_log = self.store.fork(session_id, _header(fork_id, where, forked_from=session_id))
         except SessionNotFound:
             raise UnknownSession(session_id) from None
         records = await anyio.to_thread.run_sync(self._read, fork_id)
         stored = restore(records)
-        session = self._session(fork_id, cwd, additional_roots, stored)
-        entry = Live(session, fork_log, tuple(mcp_servers))
+        entry = Live(self._session(fork_id, where, stored), fork_log, where.mcp_servers)
         _note_roots(entry, stored)
         _close_open_tool_calls(entry, records)
-        self._live.add(entry)
-        with self._live.using(session.id):
-            await self._servers.connect(session, mcp_servers)
-            await self._let_go_over_limit()
-        return session
+        await self._go_live(entry)
+        return entry.session
 
     def summaries(self, cwd: Path | None = None, cursor: str | None = None) -> SummaryPage:
         """One page of the stored sessions, newest first; `ValueError` for a bad cursor."""
-        return self._store.list(str(cwd) if cwd is not None else None, cursor)
+        return self.store.list(str(cwd) if cwd is not None else None, cursor)
 
     def get(self, session_id: str) -> Live:
         """The live session (one let go is not live: `UnknownSession`)."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is None:
             raise UnknownSession(session_id)
         return entry
 
     async def use(self, session_id: str) -> Live:
         """The live session, opened again as it was if it was let go."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is not None:
             return entry
-        parked = self._live.parked(session_id)
+        parked = self.live.parked(session_id)
         if parked is None:
             raise UnknownSession(session_id)
-        return await self._from_store(
-            session_id, parked.cwd, parked.additional_roots, parked.mcp_servers, again=True
-        )
+        where = _Where(parked.cwd, parked.additional_roots, parked.mcp_servers)
+        return await self._from_store(session_id, where, again=True)
 
     async def close(self, session_id: str) -> None:
         """Cancel the session's work and let it go from memory (it stays stored)."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is None:
-            parked = self._live.unpark(session_id)
+            parked = self.live.unpark(session_id)
             if parked is None:
                 raise UnknownSession(session_id)
             await parked.closed.wait()  # closed by now, or soon: a load after this may open it
             return
         entry.session.cancel()
-        self._live.remove(session_id)
+        self.live.remove(session_id)
         with anyio.move_on_after(CLOSE_SECONDS):
             await entry.session.wait_idle()  # the cancelled turn writes its end to the log
             await entry.session.end_aside()
@@ -196,35 +181,42 @@ class Lifecycle:
     async def delete(self, session_id: str) -> None:
         """Close the session and remove it from the store; an unknown id is no error (the
         client wanted it gone). `SessionLocked` if another process has it open."""
-        if self._live.get(session_id) is not None or self._live.parked(session_id) is not None:
+        if self.live.get(session_id) is not None or self.live.parked(session_id) is not None:
             await self.close(session_id)
         try:
-            self._store.delete(session_id)
+            self.store.delete(session_id)
         except SessionNotFound:
             log.info("delete of unknown session %s: nothing to do", session_id)
 
     async def aclose(self) -> None:
-        for entry in self._live:
+        for entry in self.live:
             entry.close()
-        await self._servers.aclose()
+        await self.servers.aclose()
+
+    async def _go_live(self, entry: Live) -> None:
+        """A session new to this process joins the live ones, its servers connecting."""
+        self.live.add(entry)
+        with self.live.using(entry.session.id):
+            await self.servers.connect(entry.session, entry.mcp_servers)
+            await self._let_go_over_limit()
+
+    async def _replay(self, session: Session) -> None:
+        records = await anyio.to_thread.run_sync(self._read, session.id)
+        channel = self.link.channel(session.id)
+        for event in replay(records):
+            await channel.emit(event)
+        session.commands_shown = None  # the client shows the session afresh: tell it again
 
     # --- opening from the store ----------------------------------------------------------
 
-    async def _open(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path],
-        mcp_servers: Sequence[McpServerSpec],
-    ) -> Session:
+    async def _open(self, session_id: str, where: _Where) -> Session:
         """The session live in these roots: as it is, or from the store."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is None:
-            return (await self._from_store(session_id, cwd, additional_roots, mcp_servers)).session
+            return (await self._from_store(session_id, where)).session
         session = entry.session
-        roots = (cwd, *additional_roots)
-        moved = not same_roots(_root_strings(roots), _root_strings(session.roots))
-        session.cwd, session.roots = cwd, roots
+        moved = not same_roots(_root_strings(where.roots), _root_strings(session.roots))
+        session.cwd, session.roots = where.cwd, where.roots
         if moved:
             if session.permissions.allowed:
                 log.info("session %s: new roots, its always-allow answers are dropped", session_id)
@@ -232,80 +224,61 @@ class Lifecycle:
             entry.writer.append(_roots_record(session))
         return session
 
-    async def _from_store(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path],
-        mcp_servers: Sequence[McpServerSpec],
-        *,
-        again: bool = False,
-    ) -> Live:
+    async def _from_store(self, session_id: str, where: _Where, *, again: bool = False) -> Live:
         """The stored session opened in this process (once, however many requests ask at
         the same time; it is live only once it is ready, so they run in their order).
         `again`: it was let go, and comes back as it was, with its servers, unasked."""
         while (opening := self._opening.get(session_id)) is not None:
             await opening.wait()
-            if (entry := self._live.get(session_id)) is not None:
+            if (entry := self.live.get(session_id)) is not None:
                 return entry
         done = self._opening[session_id] = anyio.Event()
         try:
-            return await self._restore(session_id, cwd, additional_roots, mcp_servers, again)
+            return await self._restore(session_id, where, again)
         finally:
             del self._opening[session_id]
             done.set()
 
-    async def _restore(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path],
-        mcp_servers: Sequence[McpServerSpec],
-        again: bool,
-    ) -> Live:
-        parked = self._live.parked(session_id)
+    async def _restore(self, session_id: str, where: _Where, again: bool) -> Live:
+        parked = self.live.parked(session_id)
         if parked is not None:
             await parked.closed.wait()  # its log is ours to open once it is closed
         records = await anyio.to_thread.run_sync(self._read, session_id)
         stored = restore(records)
-        session = self._session(session_id, cwd, additional_roots, stored)
-        entry = Live(session, self._open_log(session_id), tuple(mcp_servers))
+        session = self._session(session_id, where, stored)
+        entry = Live(session, self._open_log(session_id), where.mcp_servers)
         try:
             _note_roots(entry, stored)
             _close_open_tool_calls(entry, records)
             if parked is not None:  # prompts and cancels read meanwhile keep their meaning
                 session.tickets, session.commands_shown = parked.tickets, parked.commands_shown
             if again:
-                await self._servers.connect(session, mcp_servers)
-                await self._announce(session)
-            if parked is not None and self._live.unpark(session_id) is None:
+                await self.servers.connect(session, where.mcp_servers)
+                await self.announce(session)
+            if parked is not None and self.live.unpark(session_id) is None:
                 raise UnknownSession(session_id)  # closed while it was being opened
         except BaseException:
             entry.close()
             with anyio.CancelScope(shield=True):
-                await self._servers.close(session_id)
+                await self.servers.close(session_id)
             raise
-        self._live.add(entry)
+        self.live.add(entry)
         gc.freeze()  # a long history lives on: full collections need not walk it again
-        log.info("session %s restored in %s using %s", session.id, cwd, session.model_choice)
+        log.info("session %s restored in %s using %s", session.id, where.cwd, session.model_choice)
         return entry
 
     def _open_log(self, session_id: str) -> SessionLog:
         try:
-            return self._store.open_log(session_id)
+            return self.store.open_log(session_id)
         except SessionNotFound:
             raise UnknownSession(session_id) from None
-
-    async def _connect(self, session: Session, mcp_servers: Sequence[McpServerSpec]) -> None:
-        await self._servers.connect(session, mcp_servers)
-        self._live.set_servers(session.id, mcp_servers)
 
     async def _let_go_over_limit(self) -> None:
         """Close the least recently used idle sessions past the limit, as `close` does;
         they stay stored and open again when their id is used."""
-        while (session_id := self._live.next_to_let_go()) is not None:
-            entry, parked = self._live.park(session_id)
-            log.debug("session %s let go (%d live)", session_id, len(self._live))
+        while (session_id := self.live.next_to_let_go()) is not None:
+            entry, parked = self.live.park(session_id)
+            log.debug("session %s let go (%d live)", session_id, len(self.live))
             try:
                 await self._release(entry)
             finally:
@@ -313,27 +286,23 @@ class Lifecycle:
 
     async def _release(self, entry: Live) -> None:
         entry.close()
-        await self._servers.close(entry.session.id)
+        await self.servers.close(entry.session.id)
 
     def _read(self, session_id: str) -> list[Any]:
         try:
-            return self._store.read(session_id)
+            return self.store.read(session_id)
         except SessionNotFound:
             raise UnknownSession(session_id) from None
 
     def _session(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path],
-        stored: StoredSession | None = None,
+        self, session_id: str, where: _Where, stored: StoredSession | None = None
     ) -> Session:
         session = Session(
             id=session_id,
-            cwd=cwd,
-            roots=(cwd, *additional_roots),
-            model_choice=self._config.default_choice,
-            usage=UsageMeter(counter=TokenCounter(self._encoder, encoding=None)),
+            cwd=where.cwd,
+            roots=where.roots,
+            model_choice=self.config.default_choice,
+            usage=UsageMeter(counter=TokenCounter(self.encoder, encoding=None)),
         )
         if stored is not None:
             self._apply_stored(session, stored)
@@ -343,7 +312,7 @@ class Lifecycle:
         session.history = stored.history
         session.permissions = permissions_in(stored, _root_strings(session.roots), session.id)
         session.title = stored.title
-        self._choices.restore(session, stored)
+        self.choices.restore(session, stored)
         session.summarised = stored.summarised
         if stored.usage is not None:
             session.usage.cost_usd = stored.usage.cost_usd
@@ -382,17 +351,11 @@ def _close_open_tool_calls(entry: Live, records: Sequence[Any]) -> None:
             entry.writer.append(EventRecord(ended))
 
 
-def _header(
-    session_id: str,
-    cwd: Path,
-    additional_roots: Sequence[Path],
-    *,
-    forked_from: str | None = None,
-) -> SessionHeader:
+def _header(session_id: str, where: _Where, *, forked_from: str | None = None) -> SessionHeader:
     return SessionHeader(
         session_id,
-        str(cwd),
-        _root_strings(additional_roots),
+        str(where.cwd),
+        _root_strings(where.additional_roots),
         created_at=utc_now(),
         forked_from=forked_from,
     )

@@ -13,6 +13,7 @@ entry in `live.py`, and the parts write to it through that entry.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,8 +82,9 @@ class SessionManager:
         self._queue = PromptQueue(live, self._lifecycle, self._servers, self._commands, runner)
         # The methods that are one part's, as they are.
         self.new = self._lifecycle.new
-        self.load = self._lifecycle.load
-        self.resume = self._lifecycle.resume
+        # A load is a resume that shows the user the conversation first.
+        self.load = functools.partial(self._lifecycle.reopen, replay_history=True)
+        self.resume = functools.partial(self._lifecycle.reopen, replay_history=False)
         self.fork = self._lifecycle.fork
         self.summaries = self._lifecycle.summaries
         self.close = self._lifecycle.close

@@ -8,6 +8,7 @@ let go, beside it in `live.py`, so a prompt keeps its place and a cancel its rea
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from ..messages import Message
 from .commands import PromptOutcome, SlashCommands, slash_command
@@ -19,53 +20,46 @@ from .turns import TurnRunner
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
 class PromptQueue:
-    def __init__(
-        self,
-        live: LiveSessions,
-        lifecycle: Lifecycle,
-        servers: McpServers,
-        commands: SlashCommands,
-        runner: TurnRunner,
-    ) -> None:
-        self._live = live
-        self._lifecycle = lifecycle
-        self._servers = servers
-        self._commands = commands
-        self._runner = runner
+    """Every session's prompts in their places, and the cancels that reach them."""
+
+    live: LiveSessions
+    lifecycle: Lifecycle
+    servers: McpServers
+    commands: SlashCommands
+    runner: TurnRunner
 
     def take_place(self, session_id: str) -> int | None:
         """Called as a prompt's frame is read: its place in its session's queue, or None
         when no such session exists (the prompt then fails on its own)."""
-        entry = self._live.get(session_id)
+        entry = self.live.get(session_id)
         if entry is not None:
             return entry.session.take_place()
-        parked = self._live.parked(session_id)  # it keeps its place while let go
+        parked = self.live.parked(session_id)  # it keeps its place while let go
         return parked.tickets.take() if parked is not None else None
 
     async def prompt(
         self, session_id: str, message: Message, place: int | None = None
     ) -> PromptOutcome:
-        entry = await self._lifecycle.use(session_id)
+        entry = await self.lifecycle.use(session_id)
         session = entry.session
-        with self._live.using(session_id):
-            if (stop := await self._servers.wait_connected(session, place)) is not None:
+        with self.live.using(session_id):
+            if (stop := await self.servers.wait_connected(session, place)) is not None:
                 return PromptOutcome(stop)
             command = slash_command(message)
-            if command is not None and (
-                outcome := await self._commands.run(entry, *command, place)
-            ):
+            if command is not None and (outcome := await self.commands.run(entry, *command, place)):
                 return outcome
             # The turn is built when its queue slot comes: a prompt that waited uses the
             # model and mode chosen meanwhile.
             stop = await session.run_turn(
-                lambda: self._runner.run(session, entry.writer, message), place
+                lambda: self.runner.run(session, entry.writer, message), place
             )
             return PromptOutcome(stop)
 
     def cancel(self, session_id: str) -> None:
-        entry = self._live.get(session_id)
-        parked = self._live.parked(session_id)
+        entry = self.live.get(session_id)
+        parked = self.live.parked(session_id)
         if entry is not None:
             entry.session.cancel()
         elif parked is not None:
@@ -74,7 +68,7 @@ class PromptQueue:
             log.warning("cancel for unknown session %s ignored", session_id)
 
     def cancel_all(self) -> None:
-        for entry in self._live:
+        for entry in self.live:
             entry.session.cancel()
-        for parked in self._live.parked_sessions():
+        for parked in self.live.parked_sessions():
             parked.tickets.cancel()

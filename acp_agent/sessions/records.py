@@ -155,6 +155,8 @@ class UsageRecord:
 
 @dataclass(frozen=True, slots=True)
 class TitleRecord:
+    """The session's title from here on (the first prompt's, then the title model's)."""
+
     kind: ClassVar[Literal["title"]] = "title"
     title: str
 

@@ -65,21 +65,18 @@ class _SessionServers:
     calls: RunningCalls = field(default_factory=RunningCalls)
 
 
+@dataclass(eq=False)
 class McpServers:
-    def __init__(
-        self,
-        config: AgentConfig,
-        link: EditorLink,
-        env: Mapping[str, str],
-        background: TaskGroup | None,
-        on_prompts_changed: Changed,
-    ) -> None:
-        self._config = config
-        self._link = link
-        self._env = env
-        self._background = background
-        self._on_prompts_changed = on_prompts_changed
-        self._sessions: dict[str, _SessionServers] = {}
+    """Every session's MCP servers."""
+
+    config: AgentConfig
+    link: EditorLink
+    env: Mapping[str, str]
+    """What the servers' environment is made from (`child_environment`)."""
+    background: TaskGroup | None
+    """The connection's task group, which runs the servers; None: no servers connect."""
+    on_prompts_changed: Changed
+    _sessions: dict[str, _SessionServers] = field(default_factory=dict, init=False, repr=False)
 
     async def connect(self, session: Session, given: Sequence[McpServerSpec]) -> None:
         """Start connecting the session's servers in the background; returns at once
@@ -87,7 +84,7 @@ class McpServers:
 
         A live session given other servers (a client that loads or resumes it again) gets
         the new set, unless a turn is running: its tool calls keep the servers they use."""
-        specs = tuple(merge_specs(specs_from_config(self._config), given))
+        specs = tuple(merge_specs(specs_from_config(self.config), given))
         current = self._sessions.get(session.id)
         if current is not None:
             if current.specs == specs:
@@ -96,21 +93,21 @@ class McpServers:
                 log.info("session %s is busy: its MCP servers stay as they are", session.id)
                 return
             await self.close(session.id)
-        if not specs or self._background is None:
+        if not specs or self.background is None:
             return
         hub = McpHub(
             specs,
             cwd=session.cwd,
-            config=self._config,
+            config=self.config,
             handlers=HubHandlers(
                 roots=lambda: session.roots,
                 elicit=self._elicit_for(session.id),
                 on_change=lambda status: self._changed(session.id, status),
             ),
-            environ=self._env,
+            environ=self.env,
         )
         self._sessions[session.id] = _SessionServers(hub, specs)
-        await self._background.start(hub.run)
+        await self.background.start(hub.run)
 
     def tools(self, session_id: str, builtin: Mapping[str, Tool[Any]]) -> Mapping[str, Tool[Any]]:
         """The session's tools, read anew at every use (a server's list may change)."""
@@ -168,7 +165,7 @@ class McpServers:
         servers.announced = True
         pending, servers.pending = servers.pending, []
         for text in pending:
-            await self._link.channel(session_id).emit(MessageChunk(text))
+            await self.link.channel(session_id).emit(MessageChunk(text))
 
     async def close(self, session_id: str) -> None:
         servers = self._sessions.pop(session_id, None)
@@ -191,16 +188,16 @@ class McpServers:
             servers.reported[status.name] = status.error
         if text is not None:
             if servers.announced:
-                await self._link.channel(session_id).emit(MessageChunk(text))
+                await self.link.channel(session_id).emit(MessageChunk(text))
             else:
                 servers.pending.append(text)
         if servers.announced:
-            await self._on_prompts_changed(session_id)
+            await self.on_prompts_changed(session_id)
 
     def _elicit_for(
         self, session_id: str
     ) -> Callable[[ElicitationRequest], Awaitable[ElicitationReply | None]] | None:
-        modes = self._link.elicitation_modes
+        modes = self.link.elicitation_modes
         if not modes:
             return None  # servers are told we cannot ask, and a request is declined
 
@@ -208,7 +205,7 @@ class McpServers:
             if request.mode not in modes:
                 return None
             servers = self._sessions.get(session_id)
-            answer = await self._link.channel(session_id).elicit(
+            answer = await self.link.channel(session_id).elicit(
                 Elicitation(
                     message=f"{request.server}: {request.message}",
                     mode=request.mode,

@@ -59,46 +59,41 @@ SYNC_SECONDS = 2.0
 """Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
 
 
+@dataclass(frozen=True, slots=True)
 class TurnRunner:
-    def __init__(
-        self,
-        config: AgentConfig,
-        link: EditorLink,
-        providers: ProviderPool,
-        servers: McpServers,
-        tools: Mapping[str, Tool[Any]],
-        *,
-        env: Mapping[str, str],
-        background: TaskGroup | None,
-    ) -> None:
-        self._config = config
-        self._link = link
-        self._providers = providers
-        self._servers = servers
-        self._tools = tools
-        self._env = env
-        self._background = background
+    """Builds and runs the turns of every session."""
+
+    config: AgentConfig
+    link: EditorLink
+    providers: ProviderPool
+    servers: McpServers
+    tools: Mapping[str, Tool[Any]]
+    """The built-in tools; each session's MCP servers add theirs."""
+    env: Mapping[str, str]
+    """The agent's environment: local commands start from `child_environment` of it."""
+    background: TaskGroup | None
+    """The connection's task group: titles are written there, beside the turns."""
 
     async def run(self, session: Session, log: LogWriter, message: Message) -> TurnStopReason:
         # An unknown model or a provider that fails to load fails the prompt before it
         # joins the history.
         await self.model_setup(session)
-        await self._servers.before_turn(session.id)
-        channel = self._link.channel(session.id)
+        await self.servers.before_turn(session.id)
+        channel = self.link.channel(session.id)
         recorder = TurnRecorder(log)
         remembered = session.permissions.to_json()
         host = _TurnHost(channel, recorder)
         context = self._tool_context(session, channel)
         mentions = MentionReader(
-            context, host, session.mode, session.permissions, self._config.mention_max_bytes
+            context, host, session.mode, session.permissions, self.config.mention_max_bytes
         )
         turn = Turn(
             choices=_LiveChoices(self, session),
             history=session.history,
-            tools=self._servers.tools(session.id, self._tools),
+            tools=self.servers.tools(session.id, self.tools),
             context=context,
             host=host,
-            max_turn_requests=self._config.max_turn_requests,
+            max_turn_requests=self.config.max_turn_requests,
             meter=session.usage,
             memory=session.permissions,
             context_guard=TurnCompaction(self._compactor(session, log, host.emit), host.emit),
@@ -139,22 +134,22 @@ class TurnRunner:
         the turns); every turn marks it as active now."""
         if session.title is None and (title := first_prompt_title(session.history)) is not None:
             await _retitle(session, log, channel, title)
-            if self._config.title_model is not None and self._background is not None:
+            if self.config.title_model is not None and self.background is not None:
                 prompt = first_prompt_text(session.history)
                 work = functools.partial(self._write_title, session, log, channel, prompt)
-                self._background.start_soon(session.run_aside, work)
+                self.background.start_soon(session.run_aside, work)
         else:
             await log.update_summary()
 
     async def _write_title(
         self, session: Session, log: LogWriter, channel: SessionChannel, prompt: str
     ) -> None:
-        assert self._config.title_model is not None
-        choice, _, model = self._config.find_model(self._config.title_model)
+        assert self.config.title_model is not None
+        choice, _, model = self.config.find_model(self.config.title_model)
         title: str | None = None
         with anyio.move_on_after(TITLE_SECONDS):
             try:
-                provider = await self._providers.get(choice.split("/", 1)[0])
+                provider = await self.providers.get(choice.split("/", 1)[0])
                 title = await generated_title(provider, model.id, prompt)
             except ProviderError as exc:
                 logger.warning("title model %s: %s (the first prompt stays the title)", choice, exc)
@@ -165,28 +160,28 @@ class TurnRunner:
     def _tool_context(self, session: Session, channel: SessionChannel) -> ToolContext:
         # Questions go through the turn's own channel, which shows the text streamed so far
         # before the form.
-        can_ask = "form" in self._link.elicitation_modes
+        can_ask = "form" in self.link.elicitation_modes
         return ToolContext(
             ask_user=channel.elicit if can_ask else None,
             session_id=session.id,
             cwd=session.cwd,
             roots=session.roots,
-            editor=self._link.editor(session.id),
+            editor=self.link.editor(session.id),
             state=session.tool_state,
-            shell_timeout=self._config.shell_timeout,
-            client_shows_terminal_stream=self._link.shows_terminal_stream,
-            background=self._background,
-            child_env=child_environment(self._env, self._config),
-            protected_files=_own_files(self._config, self._env),
+            shell_timeout=self.config.shell_timeout,
+            client_shows_terminal_stream=self.link.shows_terminal_stream,
+            background=self.background,
+            child_env=child_environment(self.env, self.config),
+            protected_files=_own_files(self.config, self.env),
         )
 
     async def model_setup(self, session: Session) -> ModelSetup:
         """The provider and settings for the session's next model request, from its current
         choices (read anew for each request, so a switch applies mid-turn)."""
-        choice, _, model = self._config.find_model(session.model_choice)
-        provider = await self._providers.get(choice.split("/", 1)[0])
+        choice, _, model = self.config.find_model(session.model_choice)
+        provider = await self.providers.get(choice.split("/", 1)[0])
         session.usage.prices = model.prices  # a switch keeps the cost so far
-        system = self._config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        system = self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
         return ModelSetup(
             provider,
             ModelSettings(
@@ -200,7 +195,7 @@ class TurnRunner:
 
     def thought_level(self, session: Session) -> ThoughtLevel | None:
         """The effort to ask for, or None when the session's model does not reason."""
-        model = self._config.find_model(session.model_choice)[2]
+        model = self.config.find_model(session.model_choice)[2]
         if not model.reasoning:
             return None
         return session.thought_level or model.thought_level
@@ -209,8 +204,8 @@ class TurnRunner:
         """The older turns summarised now (`/compact [focus]`); False when there was nothing
         to summarise."""
         setup = await self.model_setup(session)
-        offered = tools_for_mode(self._servers.tools(session.id, self._tools), session.mode)
-        compactor = self._compactor(session, log, self._link.channel(session.id).emit)
+        offered = tools_for_mode(self.servers.tools(session.id, self.tools), session.mode)
+        compactor = self._compactor(session, log, self.link.channel(session.id).emit)
         try:
             outcome = await compactor.on_demand(
                 setup, [tool.spec() for tool in offered.values()], focus or None
@@ -222,7 +217,7 @@ class TurnRunner:
 
     def _compactor(self, session: Session, log: LogWriter, emit: Emit) -> Compactor:
         policy = CompactionPolicy(
-            self._config.compaction_threshold, self._config.compaction_keep_turns
+            self.config.compaction_threshold, self.config.compaction_keep_turns
         )
         return Compactor(session, log, policy, emit)
 

@@ -14,7 +14,6 @@ can kill.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ import anyio
 import anyio.abc
 
 from .base import ToolFailed
+from .local import signal_group, terminate_group
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Larger files are skipped by content search (logs, data, bundles)."""
@@ -133,10 +133,10 @@ async def run_search(
             produced = await _read_hits(process, separator, parse, on_hit)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await _terminate(process)
+                await terminate_group(process, TERMINATE_GRACE_SECONDS)
             raise
         finally:
-            _end_group(process, signal.SIGKILL)  # whatever happened, none of it stays
+            signal_group(process, signal.SIGKILL)  # whatever happened, none of it stays
             with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
                 await process.aclose()
         if process.returncode == 2 and not produced:
@@ -188,20 +188,6 @@ async def _start(
     except OSError as exc:
         raise ToolFailed(f"cannot start the search ({argv[0]}): {exc.strerror or exc}") from None
     return process
-
-
-async def _terminate(process: anyio.abc.Process) -> None:
-    if process.returncode is None:
-        _end_group(process, signal.SIGTERM)
-        with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
-            await process.wait()
-    _end_group(process, signal.SIGKILL)
-
-
-def _end_group(process: anyio.abc.Process, number: signal.Signals) -> None:
-    # The child started its own session, so its process group id is its pid.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, number)
 
 
 def _failure_message(stderr: str) -> str:

@@ -90,13 +90,12 @@ class AskUserParams(ToolParams):
 
 
 class AskUser(Tool[AskUserParams]):
+    """Ask the user a question and wait for the answer, when you cannot go on without their
+    decision or information (which option they prefer, a value only they know). The editor shows
+    it as a form. Ask rarely, and ask everything you need at once."""
+
     name = "ask_user"
     kind = "other"
-    description = (
-        "Ask the user a question and wait for the answer, when you cannot go on without "
-        "their decision or information (which option they prefer, a value only they know). "
-        "The editor shows it as a form. Ask rarely, and ask everything you need at once."
-    )
     params_model = AskUserParams
 
     def title(self, params: AskUserParams, ctx: ToolContext) -> str:

@@ -225,7 +225,17 @@ class _ToolAttributes:
 
 @dataclass(frozen=True)
 class Tool(_ToolAttributes, Generic[P]):
-    """Subclasses set the attributes (class or instance) and implement `run`."""
+    """Subclasses set the attributes (class or instance) and implement `run`; a subclass
+    that sets no `description` is described to the model by its docstring."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The docstring is what the model reads, so a built-in tool says it once; a tool
+        # that declares `description` (a value, or a field of its own dataclass) keeps it.
+        own = vars(cls)
+        declared = "description" in own or "description" in own.get("__annotations__", {})
+        if not declared and cls.__doc__:
+            cls.description = " ".join(cls.__doc__.split())
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -259,6 +269,21 @@ class Tool(_ToolAttributes, Generic[P]):
         raise NotImplementedError
 
 
+class _NamesAPath(Protocol):
+    path: str
+
+
+class OneFile:
+    """Mixed into a tool whose call works on the one file its `path` argument names: the
+    editor is pointed at that file, and the permission policy judges it."""
+
+    def locations(self, params: _NamesAPath, ctx: ToolContext) -> tuple[Location, ...]:
+        return (Location(str(ctx.resolve(params.path))),)
+
+    def paths(self, params: _NamesAPath, ctx: ToolContext) -> tuple[Path, ...]:
+        return (ctx.resolve(params.path),)
+
+
 @functools.cache
 def _parameters_schema(params_model: type[ToolParams]) -> dict[str, Any]:
     """The JSON schema of a tool's arguments, built once per model (every model request
@@ -289,6 +314,7 @@ def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT",
     "Editor",
+    "OneFile",
     "SessionToolState",
     "TerminalExit",
     "TerminalOutput",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
 from ._text import first_changed_line, line_of, plural
-from .base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+from .base import OneFile, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
 
 MAX_LISTED_MATCHES = 5
 
@@ -59,26 +59,19 @@ class EditFileParams(ToolParams):
         return [Edit(old_text=self.old_text, new_text=self.new_text, replace_all=self.replace_all)]
 
 
-class EditFile(Tool[EditFileParams]):
+class EditFile(OneFile, Tool[EditFileParams]):
+    """Change part of an existing file by replacing exact text. `old_text` must match the file
+    exactly (whitespace included) and only once, unless `replace_all` is set. For several
+    changes to one file pass `edits`: they apply in order, all or none. Read the file first; use
+    write_file to create files."""
+
     name = "edit_file"
     kind = "edit"
     read_only = False
-    description = (
-        "Change part of an existing file by replacing exact text. `old_text` must match the "
-        "file exactly (whitespace included) and only once, unless `replace_all` is set. For "
-        "several changes to one file pass `edits`: they apply in order, all or none. Read the "
-        "file first; use write_file to create files."
-    )
     params_model = EditFileParams
 
     def title(self, params: EditFileParams, ctx: ToolContext) -> str:
         return f"Edit {ctx.resolve(params.path)}"
-
-    def locations(self, params: EditFileParams, ctx: ToolContext) -> tuple[Location, ...]:
-        return (Location(str(ctx.resolve(params.path))),)
-
-    def paths(self, params: EditFileParams, ctx: ToolContext) -> tuple[Path, ...]:
-        return (ctx.resolve(params.path),)
 
     async def preview(self, params: EditFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path, old, new, _ = await _planned(params, ctx)

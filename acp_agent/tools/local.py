@@ -235,7 +235,7 @@ async def run_local_command(
             # wrote, then end them so the command does not outlive its tool call.
             with anyio.move_on_after(DRAIN_SECONDS):
                 await reader_done.wait()
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
             group.cancel_scope.cancel()
     except BaseException:
         with anyio.CancelScope(shield=True):
@@ -299,20 +299,24 @@ async def _pump(
         done.set()
 
 
-async def terminate_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the command's process group, wait briefly (shielded), then SIGKILL it."""
+async def terminate_group(
+    process: anyio.abc.Process, grace: float = TERMINATE_GRACE_SECONDS
+) -> None:
+    """SIGTERM the command's process group, wait up to `grace` seconds (shielded), then
+    SIGKILL it."""
     if process.returncode is None:
-        _signal_group(process, signal.SIGTERM)
-        with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
+        signal_group(process, signal.SIGTERM)
+        with anyio.move_on_after(grace, shield=True):
             await process.wait()
     # Members of the group may outlive its leader (or ignore SIGTERM): end them all.
-    _signal_group(process, signal.SIGKILL)
-    with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
+    signal_group(process, signal.SIGKILL)
+    with anyio.move_on_after(grace, shield=True):
         await process.wait()
 
 
-def _signal_group(process: anyio.abc.Process, number: signal.Signals) -> None:
-    # The command started its own session, so its process group id is its pid.
+def signal_group(process: anyio.abc.Process, number: signal.Signals) -> None:
+    """Signal the child's whole process group (it started its own session, so the group id
+    is its pid); one already gone is no error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, number)
 
@@ -324,4 +328,11 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-__all__ = ["CommandResult", "LocalEditor", "OutputCapture", "run_local_command", "terminate_group"]
+__all__ = [
+    "CommandResult",
+    "LocalEditor",
+    "OutputCapture",
+    "run_local_command",
+    "signal_group",
+    "terminate_group",
+]

@@ -30,13 +30,12 @@ class PlanParams(ToolParams):
 
 
 class Plan(Tool[PlanParams]):
+    """Record or update the plan for a task of several steps; the user sees it beside the
+    conversation. Send the whole list each time. Keep one step in_progress at a time and mark
+    steps completed as soon as they are done."""
+
     name = "plan"
     kind = "think"
-    description = (
-        "Record or update the plan for a task of several steps; the user sees it beside the "
-        "conversation. Send the whole list each time. Keep one step in_progress at a time "
-        "and mark steps completed as soon as they are done."
-    )
     params_model = PlanParams
 
     def title(self, params: PlanParams, ctx: ToolContext) -> str:

@@ -68,13 +68,12 @@ class SearchParams(ToolParams):
 
 
 class Search(Tool[SearchParams]):
+    """Find files by name pattern (glob) and/or lines matching a regular expression (grep) in the
+    workspace, skipping files ignored by .gitignore. Results are capped; narrow the pattern or
+    the path when told there are more."""
+
     name = "search"
     kind = "search"
-    description = (
-        "Find files by name pattern (glob) and/or lines matching a regular expression (grep) "
-        "in the workspace, skipping files ignored by .gitignore. Results are capped; narrow "
-        "the pattern or the path when told there are more."
-    )
     params_model = SearchParams
 
     def title(self, params: SearchParams, ctx: ToolContext) -> str:

@@ -110,15 +110,14 @@ class _Finished:
 
 
 class Shell(Tool[ShellParams]):
+    """Run a shell command in the workspace and return its output (stdout and stderr together) and
+    exit status. Use it for builds, tests, git and other programs; prefer read_file, search and
+    edit_file for reading, finding and changing files. Each call starts a fresh shell: `cd` and
+    variables do not carry over."""
+
     name = "shell"
     kind = "execute"
     read_only = False
-    description = (
-        "Run a shell command in the workspace and return its output (stdout and stderr "
-        "together) and exit status. Use it for builds, tests, git and other programs; prefer "
-        "read_file, search and edit_file for reading, finding and changing files. Each call "
-        "starts a fresh shell: `cd` and variables do not carry over."
-    )
     params_model = ShellParams
 
     def title(self, params: ShellParams, ctx: ToolContext) -> str:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field
 
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
 from ._text import count_lines, first_changed_line, plural
-from .base import Tool, ToolContext, ToolOutcome, ToolParams
+from .base import OneFile, Tool, ToolContext, ToolOutcome, ToolParams
 
 
 class WriteFileParams(ToolParams):
@@ -20,25 +18,18 @@ class WriteFileParams(ToolParams):
     content: str = Field(description="The complete new content of the file.")
 
 
-class WriteFile(Tool[WriteFileParams]):
+class WriteFile(OneFile, Tool[WriteFileParams]):
+    """Create a new file, or replace the entire content of an existing one. For changes to part of
+    an existing file prefer edit_file: it is shorter and cannot drop text by accident. Read a
+    file before overwriting it."""
+
     name = "write_file"
     kind = "edit"
     read_only = False
-    description = (
-        "Create a new file, or replace the entire content of an existing one. For changes to "
-        "part of an existing file prefer edit_file: it is shorter and cannot drop text by "
-        "accident. Read a file before overwriting it."
-    )
     params_model = WriteFileParams
 
     def title(self, params: WriteFileParams, ctx: ToolContext) -> str:
         return f"Write {ctx.resolve(params.path)}"
-
-    def locations(self, params: WriteFileParams, ctx: ToolContext) -> tuple[Location, ...]:
-        return (Location(str(ctx.resolve(params.path))),)
-
-    def paths(self, params: WriteFileParams, ctx: ToolContext) -> tuple[Path, ...]:
-        return (ctx.resolve(params.path),)
 
     async def preview(self, params: WriteFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path = ctx.resolve(params.path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +23,7 @@ from provider_support import (
 )
 
 from acp_agent.config import AnthropicProviderConfig, ModelConfig, RetryConfig
+from acp_agent.engine import ModelSettings, ModelSetup, Turn
 from acp_agent.messages import (
     ImagePart,
     Message,
@@ -39,6 +41,7 @@ from acp_agent.messages import (
     ToolCallStart,
     ToolResultPart,
     ToolSpec,
+    TurnEvent,
     Usage,
 )
 from acp_agent.providers import (
@@ -52,6 +55,8 @@ from acp_agent.providers import (
     provider_module_for,
 )
 from acp_agent.providers.anthropic import AnthropicProvider
+from acp_agent.tools import Decision, LocalEditor, PermissionQuestion, ToolContext
+from acp_agent.tools.permissions import PermissionMode
 
 pytestmark = pytest.mark.anyio
 
@@ -98,9 +103,9 @@ def reply_from(events: Sequence[StreamEvent]) -> Message:
     text: list[str] = []
     for event in events:
         match event:
-            case ThinkingDelta(text=delta, provider_data=data):
+            case ThinkingDelta(text=delta, provider_data=data, ends_block=ends):
                 thinking.append(delta)
-                if data:  # the delta that closes a block carries its signature
+                if ends:  # the delta that closes a block carries its signature
                     parts.append(ThinkingPart("".join(thinking), data))
                     thinking = []
             case TextDelta(text=delta):
@@ -155,7 +160,7 @@ async def test_thinking_streams_as_thinking_deltas_and_the_signature_closes_the_
     assert events[:3] == [
         ThinkingDelta("The user wants to know what app.py does."),
         ThinkingDelta(" I should read it before answering."),
-        ThinkingDelta("", provider_data={"signature": SIGNATURE}),
+        ThinkingDelta("", provider_data={"signature": SIGNATURE}, ends_block=True),
     ]
     assert events[3] == TextDelta("Let me read it.")
     assert events[-1] == Stop("tool_use")
@@ -211,7 +216,7 @@ async def test_redacted_thinking_is_kept_opaque_and_sent_back_as_it_came() -> No
         "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB4U"
         "Rj2pqmM0JHDXc2gh+Pe6KhRdU2ZYd7ltxwjXb4JdnWY1YqlO0A=="
     )
-    assert events[0] == ThinkingDelta("", provider_data={"redacted_data": data})
+    assert events[0] == ThinkingDelta("", provider_data={"redacted_data": data}, ends_block=True)
     assert events[1:] == [
         TextDelta("Done."),
         Usage(input_tokens=96, output_tokens=210),
@@ -225,6 +230,65 @@ async def test_redacted_thinking_is_kept_opaque_and_sent_back_as_it_came() -> No
         {"type": "redacted_thinking", "data": data},
         {"type": "text", "text": "Done."},
     ]
+
+
+@respx.mock
+async def test_two_signed_thinking_blocks_of_one_reply_go_back_as_two_blocks(
+    tmp_path: Path,
+) -> None:
+    # Through the real turn: the engine keeps a block apart only because the provider marks
+    # where it ends (it knows no vendor's keys), and the API refuses merged blocks.
+    route = respx.post(MESSAGES_URL).mock(
+        side_effect=[sse("anthropic_two_thinking_blocks.sse"), sse("anthropic_text.sse")]
+    )
+    history: list[Message] = []
+    turn = _turn(make_provider(), history, tmp_path)
+    await turn.run(Message("user", [TextPart("Two numbers?")]))
+    await turn.run(Message("user", [TextPart("and now?")]))
+
+    assert sent_body(route)["messages"][1]["content"] == [
+        {
+            "type": "thinking",
+            "thinking": "The user asks for two numbers.",
+            "signature": "EqQBCgIYAhIMZmlyc3QgYmxvY2sgc2lnbmVk",
+        },
+        {
+            "type": "thinking",
+            "thinking": "Seven and eleven will do.",
+            "signature": "EqQBCgIYAhIMc2Vjb25kIGJsb2NrIHNpZ25lZA==",
+        },
+        {"type": "text", "text": "7 and 11."},
+    ]
+
+
+class _Choices:
+    def __init__(self, provider: AnthropicProvider) -> None:
+        self.mode: PermissionMode = "ask"
+        self._setup = ModelSetup(
+            provider,
+            ModelSettings(
+                model=MODEL, system_prompt="", context_window=200_000, thought_level="medium"
+            ),
+        )
+
+    async def model_setup(self) -> ModelSetup:
+        return self._setup
+
+
+class _Host:
+    async def emit(self, event: TurnEvent) -> None:
+        pass
+
+    async def ask_permission(self, question: PermissionQuestion) -> Decision:
+        return "reject_once"
+
+    def keep(self, message: Message, message_id: str | None) -> None:
+        pass
+
+
+def _turn(provider: AnthropicProvider, history: list[Message], cwd: Path) -> Turn:
+    context = ToolContext(session_id="s", cwd=cwd, roots=(cwd,), editor=LocalEditor())  # type: ignore[arg-type]
+    return Turn(_Choices(provider), history, tools={}, context=context, host=_Host())
 
 
 @respx.mock
