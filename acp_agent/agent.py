@@ -1,8 +1,10 @@
 """The ACP methods: translate each request into the sessions room's terms and shape the
 answer. No session state lives here.
 
-Requests arrive validated as schema models (see `protocol.server`); answers go back as
-JSON. Failures of the rooms below become JSON-RPC errors with a readable message here.
+Requests arrive read (plain for a session's life, schema models for the rest: see
+`protocol.requests`); answers go back as JSON, built by hand where an editor waits on
+them first (`session/new`, prompts). Failures of the rooms below become JSON-RPC errors
+with a readable message here.
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import anyio.to_thread
 
 from .config import AgentConfig
 from .credentials import CredentialsError
-from .mcp_bridge import McpServerSpec
 from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
-from .protocol.content import prompt_message
 from .protocol.handshake import auth_methods
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
-from .protocol.updates import dump
+from .protocol.requests import Cancel, Prompt, SessionSetup
+from .protocol.schema import dump
 from .providers import AuthError, ProviderError
 from .rpc.endpoint import FollowedBy
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
@@ -99,39 +100,35 @@ class Agent:
 
     # --- session lifecycle ---------------------------------------------------------------
 
-    async def new_session(self, request: s.NewSessionRequest) -> Any:
-        cwd, extra = _roots(request.cwd, request.additional_directories)
-        session = await self._sessions.new(cwd, extra, _mcp_specs(request.mcp_servers))
-        answer = self._session_answer(s.NewSessionResponse, session, session_id=session.id)
+    async def new_session(self, request: SessionSetup) -> Any:
+        cwd, extra = _roots(request)
+        session = await self._sessions.new(cwd, extra, request.mcp_servers)
+        answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
-    async def load_session(self, request: s.LoadSessionRequest) -> Any:
-        cwd, extra = _roots(request.cwd, request.additional_directories)
+    async def load_session(self, request: SessionSetup) -> Any:
+        cwd, extra = _roots(request)
         with _session_errors():
-            session = await self._sessions.load(
-                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
-            )
+            session = await self._sessions.load(_known_id(request), cwd, extra, request.mcp_servers)
         # Before the answer, unlike the other lifecycle methods: the client knows the id it
         # loads, and nothing may follow a load's answer for the session (ACP TCK LOAD-002).
         await self._sessions.announce_commands(session.id)
-        return self._session_answer(s.LoadSessionResponse, session)
+        return self._session_answer(session, with_id=False)
 
-    async def resume_session(self, request: s.ResumeSessionRequest) -> Any:
-        cwd, extra = _roots(request.cwd, request.additional_directories)
+    async def resume_session(self, request: SessionSetup) -> Any:
+        cwd, extra = _roots(request)
         with _session_errors():
             session = await self._sessions.resume(
-                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
+                _known_id(request), cwd, extra, request.mcp_servers
             )
-        answer = self._session_answer(s.ResumeSessionResponse, session)
+        answer = self._session_answer(session, with_id=False)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
-    async def fork_session(self, request: s.ForkSessionRequest) -> Any:
-        cwd, extra = _roots(request.cwd, request.additional_directories)
+    async def fork_session(self, request: SessionSetup) -> Any:
+        cwd, extra = _roots(request)
         with _session_errors():
-            session = await self._sessions.fork(
-                request.session_id, cwd, extra, _mcp_specs(request.mcp_servers)
-            )
-        answer = self._session_answer(s.ForkSessionResponse, session, session_id=session.id)
+            session = await self._sessions.fork(_known_id(request), cwd, extra, request.mcp_servers)
+        answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def list_sessions(self, request: s.ListSessionsRequest) -> Any:
@@ -173,19 +170,18 @@ class Agent:
     def queue_prompt(self, session_id: Any) -> int | None:
         return self._sessions.queue_prompt(session_id) if isinstance(session_id, str) else None
 
-    async def prompt(self, request: s.PromptRequest, place: int | None) -> Any:
-        message = prompt_message(request.prompt)
+    async def prompt(self, request: Prompt, place: int | None) -> Any:
         with _session_errors():
-            outcome = await self._sessions.prompt(request.session_id, message, place)
+            outcome = await self._sessions.prompt(request.session_id, request.message, place)
         if outcome.mode_changed or outcome.choices_changed:
             session = self._sessions.get(request.session_id)  # live: the prompt just ended
             if outcome.mode_changed:
                 await self._announce_mode(session)
             if outcome.choices_changed:
                 await self._announce_options(session)
-        return dump(s.PromptResponse(stop_reason=outcome.stop_reason))
+        return {"stopReason": outcome.stop_reason}
 
-    async def cancel(self, notification: s.CancelNotification) -> None:
+    async def cancel(self, notification: Cancel) -> None:
         self._sessions.cancel(notification.session_id)
 
     # --- choices -------------------------------------------------------------------------
@@ -198,7 +194,7 @@ class Agent:
         if request.config_id == MODE:
             # Clients that know only modes learn it here; the answer carries the options.
             await self._announce_mode(session)
-        return dump(s.SetSessionConfigOptionResponse(config_options=self._config_options(session)))
+        return {"configOptions": self._config_options(session)}
 
     async def set_mode(self, request: s.SetSessionModeRequest) -> Any:
         with _session_errors():
@@ -223,35 +219,32 @@ class Agent:
             thought_level=self._sessions.thought_level(session),
         )
 
-    def _session_answer(self, response: type[Any], session: Session, **fields: Any) -> Any:
-        """The answer to a lifecycle method: the session's options and modes, and the older
-        `models` state, which is not in the current schema, alongside (Zed reads it)."""
-        answer = dump(
-            response(
-                config_options=self._config_options(session),
-                modes=options.mode_state(self._choices(session), MODES),
-                **fields,
-            )
-        )
-        answer["models"] = options.legacy_models_state(self._config, self._choices(session))
+    def _session_answer(self, session: Session, *, with_id: bool) -> dict[str, Any]:
+        """The answer to a lifecycle method (`sessionId` for a new one): the session's
+        options and modes, and the older `models` state, which is not in the current
+        schema, alongside (Zed reads it)."""
+        choices = self._choices(session)
+        answer: dict[str, Any] = {"sessionId": session.id} if with_id else {}
+        answer["configOptions"] = self._config_options(session)
+        answer["modes"] = options.mode_state(choices, MODES)
+        answer["models"] = options.legacy_models_state(self._config, choices)
         return answer
 
-    def _config_options(self, session: Session) -> list[Any]:
+    def _config_options(self, session: Session) -> list[dict[str, Any]]:
         return options.config_options(self._config, self._choices(session), MODES)
 
     async def _announce_options(self, session: Session) -> None:
-        await self._client.send_schema_update(
+        await self._client.send_plain_update(
             session.id,
-            s.ConfigOptionUpdate(
-                session_update="config_option_update",
-                config_options=self._config_options(session),
-            ),
+            {
+                "sessionUpdate": "config_option_update",
+                "configOptions": self._config_options(session),
+            },
         )
 
     async def _announce_mode(self, session: Session) -> None:
-        await self._client.send_schema_update(
-            session.id,
-            s.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode),
+        await self._client.send_plain_update(
+            session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
         )
 
 
@@ -276,39 +269,15 @@ def _session_errors() -> Iterator[None]:
         raise RpcError(INTERNAL_ERROR, str(exc)) from None
 
 
-def _mcp_specs(servers: list[Any] | None) -> list[McpServerSpec]:
-    """The editor's MCP servers in the bridge's terms (MCP over ACP is not supported yet)."""
-    specs: list[McpServerSpec] = []
-    for server in servers or []:
-        match server:
-            case s.McpServerStdio():
-                specs.append(
-                    McpServerSpec(
-                        server.name,
-                        "stdio",
-                        command=server.command,
-                        args=tuple(server.args),
-                        env={variable.name: variable.value for variable in server.env},
-                    )
-                )
-            case s.HttpMcpServer() | s.SseMcpServer():
-                specs.append(
-                    McpServerSpec(
-                        server.name,
-                        server.type,
-                        url=server.url,
-                        headers={header.name: header.value for header in server.headers},
-                    )
-                )
-            case _:
-                log.warning("MCP server %r: its transport is not supported", server.name)
-    return specs
-
-
-def _roots(cwd: str, additional: list[str] | None) -> tuple[Path, list[Path]]:
-    return _directory("cwd", cwd), [
-        _directory("additionalDirectories", d) for d in additional or []
+def _roots(request: SessionSetup) -> tuple[Path, list[Path]]:
+    return _directory("cwd", request.cwd), [
+        _directory("additionalDirectories", d) for d in request.additional_directories
     ]
+
+
+def _known_id(request: SessionSetup) -> str:
+    assert request.session_id is not None  # the reader of load, resume and fork requires it
+    return request.session_id
 
 
 def _directory(field: str, value: str, *, must_exist: bool = True) -> Path:

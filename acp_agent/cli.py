@@ -10,21 +10,19 @@ commands' parsers or importing their code.
 
 from __future__ import annotations
 
-import argparse
-import gc
-import importlib
-import logging
 import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from . import __version__, logs, paths
 from ._hardening import forbid_inspection
 
+# What a plain `acp-agent` needs before it answers `initialize` is imported above; the rest
+# (argparse, logging, the config file's reader) where it is used, after that answer.
 if TYPE_CHECKING:
+    import argparse
+    import signal
     from collections.abc import Callable
     from typing import TypeAlias
 
@@ -36,7 +34,10 @@ if TYPE_CHECKING:
 
     Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-log = logging.getLogger("acp_agent")
+LOGGER = "acp_agent"
+
+MODEL_FACTS_FILE = "model-facts.json"
+"""In the state directory: what the model catalogs said of the configured models today."""
 
 SERVE_HINT = (
     "acp-agent: serving ACP on stdin/stdout for an editor to drive; to try it yourself, "
@@ -91,7 +92,7 @@ _SERVE_OPTIONS = {"--config": "config", "--log-file": "log_file", "--log-level":
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-def _serve_options(words: Sequence[str]) -> argparse.Namespace | None:
+def _serve_options(words: Sequence[str]) -> SimpleNamespace | None:
     """The options of a plain `acp-agent`, read without the full parser; None for anything
     else (a command, --help, --version, a mistake), which the full parser handles."""
     found: dict[str, str | None] = dict.fromkeys(_SERVE_OPTIONS.values())
@@ -112,7 +113,7 @@ def _serve_options(words: Sequence[str]) -> argparse.Namespace | None:
         found[key] = value
     if found["log_level"] not in (None, *_LOG_LEVELS):
         return None
-    return argparse.Namespace(command=None, debug=debug, **found)
+    return SimpleNamespace(command=None, debug=debug, **found)
 
 
 def _is_tty(stream: object) -> bool:
@@ -123,6 +124,8 @@ def _is_tty(stream: object) -> bool:
 
 
 def _common_options(*, suppress: bool) -> argparse.ArgumentParser:
+    import argparse
+
     """Options every command takes. Under a command they default to SUPPRESS, so one given
     before the command (`acp-agent --config F run ...`) is not reset by the command's own."""
     common = argparse.ArgumentParser(
@@ -150,6 +153,10 @@ def _common_options(*, suppress: bool) -> argparse.ArgumentParser:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="acp-agent",
         description="Any LLM API as a coding agent in editors that speak ACP. With no command, "
@@ -245,20 +252,34 @@ def _add_doctor(commands: Subcommands, common: list[argparse.ArgumentParser]) ->
     )
 
 
-def _serve(args: argparse.Namespace, unprotected: str | None) -> int:
-    import anyio
+def _serve(args: argparse.Namespace | SimpleNamespace, unprotected: str | None) -> int:
+    import gc
 
-    from .protocol.server import serve
-    from .rpc.framing import FdSink, FdSource
+    from .protocol.handshake import answer_first_initialize
+
+    # No collection while start-up imports (~10% of their time); the loader turns it on.
+    gc.disable()
 
     if _is_tty(sys.stdin):
         print(SERVE_HINT, file=sys.stderr, flush=True)
+    frames_in, frames_out = _claim_stdio()
+    # Before anything heavy loads, the event loop included: what an editor waits on first.
+    greeted, frames = answer_first_initialize(frames_in, frames_out)
+
+    import logging
+
+    import anyio
+
+    from . import logs, paths
+    from .protocol.server import serve
+    from .rpc.framing import FdSink
+
+    log = logging.getLogger(LOGGER)
     config_path = paths.config_path(args.config)
     level, file = logs.settings_from_config(config_path)
     logs.configure(args.log_level or level or "info", args.log_file or file)
     if unprotected:
         log.debug("process hardening: %s", unprotected)
-    frames_in, frames_out = _claim_stdio()
     load = agent_loader(args.config, os.environ)
 
     terminated: list[signal.Signals] = []
@@ -268,7 +289,7 @@ def _serve(args: argparse.Namespace, unprotected: str | None) -> int:
         # cancelled and its MCP servers are closed, so no child outlives us.
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_termination, group.cancel_scope, terminated)
-            await serve(FdSource(frames_in), FdSink(frames_out), load=load)
+            await serve(frames, FdSink(frames_out), load=load, greeted=greeted)
             group.cancel_scope.cancel()
 
     try:
@@ -285,7 +306,12 @@ def _serve(args: argparse.Namespace, unprotected: str | None) -> int:
 
 
 async def _cancel_on_termination(scope: CancelScope, terminated: list[signal.Signals]) -> None:
+    import logging
+    import signal
+
     import anyio
+
+    log = logging.getLogger(LOGGER)
 
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
         async for number in signals:
@@ -300,7 +326,21 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
     imports and the config; it returns how to build the agent, or the config's error."""
 
     def load() -> Startup | str:
-        importlib.import_module("acp_agent.protocol.schema")
+        import gc
+
+        try:
+            return prepare()
+        finally:
+            # What is loaded now lives as long as the process: keep the collector's full
+            # passes from walking it again and again (they paused prompts by tens of ms).
+            gc.freeze()
+            gc.enable()  # `_serve` turned it off for the imports, which leave no garbage
+
+    def prepare() -> Startup | str:
+        import importlib
+        import logging
+        from pathlib import Path
+
         from .agent import Agent
         from .catalog import with_catalog
         from .child_env import agent_secrets
@@ -319,22 +359,20 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
             config = load_config(config_path, env, StoredKeys(credentials))
         except ConfigError as exc:
             return str(exc)
+        state_dir = Path(config.state_dir) if config.state_dir else default_state_dir(env)
         # Context windows, output limits and prices the config leaves unset, from the
-        # catalogs shipped as packages: ~0.3 s, paid here, after `initialize` was answered.
-        config = with_catalog(config)
-        log.info("configuration: %s; default model %s", config.source, config.default_choice)
+        # catalogs shipped as packages (~0.2 s), or what they said earlier today.
+        config = with_catalog(config, cache_file=state_dir.expanduser() / MODEL_FACTS_FILE)
+        logging.getLogger(LOGGER).info(
+            "configuration: %s; default model %s", config.source, config.default_choice
+        )
         _, provider, _ = config.find_model(config.default_choice)
         importlib.import_module(provider_module_for(provider))
         encoder = load_encoder()
-        state_dir = Path(config.state_dir) if config.state_dir else default_state_dir(env)
         # Our own keys, wherever they come from, never reach the session files: also a key
         # `acp-agent login` stores while we run (read again when the credentials file changes).
         secrets = changing_with(credentials.path, lambda: agent_secrets(config, env))
         store = SessionStore(state_dir.expanduser(), secrets)
-
-        # What is loaded now lives as long as the process: keep the collector's full passes
-        # from walking it again and again (they paused prompts by tens of milliseconds).
-        gc.freeze()
 
         def start(client: ClientProxy, background: TaskGroup) -> Agent:
             providers = ProviderPool(config, env)

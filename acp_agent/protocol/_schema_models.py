@@ -1,6 +1,6 @@
-"""The only module that imports `acp.schema` (heavy: load it after `initialize`).
-
-Types the pinned package lacks are defined at the end, from `shared/spec/stable-v1`.
+"""The schema models: `acp.schema` (heavy: ~0.5 s to import) and, at the end, the types the
+pinned package lacks, from `shared/spec/stable-v1`. Imported only through `schema`, which
+loads this module on first use.
 """
 
 from __future__ import annotations

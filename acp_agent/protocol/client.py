@@ -16,7 +16,8 @@ from ..tools.base import TerminalExit, TerminalOutput
 from . import schema as s
 from .channel import ClientChannel
 from .handshake import ClientCapabilities
-from .updates import dump, session_update, tool_call_content, tool_call_locations
+from .schema import dump
+from .updates import session_update, tool_call_content, tool_call_locations
 
 DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_always", "reject_once", "reject_always")
 
@@ -38,14 +39,11 @@ class ClientProxy:
             notices=self.capabilities.session_notices,
         )
         if update is not None:
-            await self._endpoint.notify(
-                "session/update", {"sessionId": session_id, "update": update}
-            )
+            await self.send_plain_update(session_id, update)
 
-    async def send_schema_update(self, session_id: str, update: s.BaseModel) -> None:
-        await self._endpoint.notify(
-            "session/update", {"sessionId": session_id, "update": dump(update)}
-        )
+    async def send_plain_update(self, session_id: str, update: dict[str, Any]) -> None:
+        """An update the caller built as JSON (the agent's mode and option changes)."""
+        await self._endpoint.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
         request = s.RequestPermissionRequest(

@@ -9,46 +9,47 @@ is one, a document when it is a PDF, else a note naming it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..messages import DocumentPart, ImagePart, Message, Part, ResourceLinkPart, TextPart
-from ..rpc.errors import INVALID_PARAMS, RpcError
-from .schema import (
-    AudioContentBlock,
-    BlobResourceContents,
-    EmbeddedResourceContentBlock,
-    ImageContentBlock,
-    ResourceContentBlock,
-    TextContentBlock,
-    TextResourceContents,
-)
-
-PromptBlock = (
-    TextContentBlock
-    | ImageContentBlock
-    | AudioContentBlock
-    | ResourceContentBlock
-    | EmbeddedResourceContentBlock
-)
+from .fields import Invalid, at, obj, optional_text, salvaged_text, text
 
 
-def prompt_message(blocks: Sequence[PromptBlock]) -> Message:
-    parts: list[Part] = []
-    for block in blocks:
-        match block:
-            case TextContentBlock():
-                parts.append(TextPart(block.text))
-            case ImageContentBlock():
-                parts.append(ImagePart(data=block.data, mime_type=block.mime_type))
-            case ResourceContentBlock():
-                parts.append(ResourceLinkPart(block.uri, block.name, block.mime_type))
-            case EmbeddedResourceContentBlock():
-                parts.append(_embedded(block))
-            case AudioContentBlock():
-                raise RpcError(INVALID_PARAMS, "session/prompt: audio content is not supported")
+def prompt_message(blocks: Sequence[dict[str, Any]]) -> Message:
+    """The prompt's content blocks (objects, read by the schema's rules) as a user message;
+    raises `Invalid` for a block the schema refuses, audio, or an empty prompt."""
+    parts = [_part(block, f"prompt.{i}") for i, block in enumerate(blocks)]
     if not parts:
-        raise RpcError(INVALID_PARAMS, "session/prompt: prompt is empty")
+        raise Invalid("prompt: is empty")
     return Message("user", parts)
+
+
+def _part(block: dict[str, Any], where: str) -> Part:
+    match block.get("type"):
+        case "text":
+            return TextPart(text(block, "text", where))
+        case "image":
+            return ImagePart(
+                data=text(block, "data", where), mime_type=text(block, "mimeType", where)
+            )
+        case "audio":
+            text(block, "data", where)
+            text(block, "mimeType", where)
+            raise Invalid(f"{where}: audio content is not supported")
+        case "resource_link":
+            return ResourceLinkPart(
+                text(block, "uri", where),
+                text(block, "name", where),
+                salvaged_text(block, "mimeType"),
+            )
+        case "resource":
+            where = at(where, "resource")
+            return _embedded(obj(block.get("resource"), where), where)
+        case None:
+            raise Invalid(f"{at(where, 'type')}: missing")
+        case other:
+            raise Invalid(f"{at(where, 'type')}: unknown content type {str(other)[:40]!r}")
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -57,22 +58,27 @@ DOCUMENT_TYPES = frozenset({"application/pdf"})
 
 
 def _embedded(
-    block: EmbeddedResourceContentBlock,
+    resource: dict[str, Any], where: str
 ) -> ResourceLinkPart | TextPart | ImagePart | DocumentPart:
-    resource = block.resource
-    if isinstance(resource, TextResourceContents):
+    uri = text(resource, "uri", where)
+    if "text" in resource:
         # A mention whose text the editor sent along (Zed's @file and selections): read
         # like any mention, from this text, so the same limit and line range apply.
         return ResourceLinkPart(
-            resource.uri, _name_of(resource.uri), resource.mime_type, embedded_text=resource.text
+            uri,
+            _name_of(uri),
+            salvaged_text(resource, "mimeType"),
+            embedded_text=text(resource, "text", where),
         )
-    assert isinstance(resource, BlobResourceContents)
-    mime = (resource.mime_type or "application/octet-stream").lower()
+    if "blob" not in resource:
+        raise Invalid(f"{where}: needs text or blob")
+    blob = text(resource, "blob", where)
+    mime = (optional_text(resource, "mimeType", where) or "application/octet-stream").lower()
     if mime in IMAGE_TYPES:
-        return ImagePart(resource.blob, mime)
+        return ImagePart(blob, mime)
     if mime in DOCUMENT_TYPES:
-        return DocumentPart(resource.blob, mime, resource.uri)
-    return TextPart(f"[binary resource {resource.uri} ({mime}) omitted: not an image or PDF]")
+        return DocumentPart(blob, mime, uri)
+    return TextPart(f"[binary resource {uri} ({mime}) omitted: not an image or PDF]")
 
 
 def _name_of(uri: str) -> str:

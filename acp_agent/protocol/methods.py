@@ -1,8 +1,9 @@
 """The agent-side methods: the interface the agent implements, and the method table.
 
 The server is handed an `AcpAgent` by the composition root (`cli.py`); it never imports
-the agent. The table maps each wire name to its params model (by name: the schema loads
-after `initialize`) and to the call that serves it.
+the agent. The table maps each wire name to the reader of its params (plain for a
+session's life, the schema model by name for the rest: see `requests`) and to the call
+that serves it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from . import requests
+from .requests import Cancel, ModelReader, Prompt, Reader, SessionSetup
 
 if TYPE_CHECKING:
     from . import schema as s
@@ -26,18 +30,18 @@ class AcpAgent(Protocol):
 
     async def authenticate(self, request: s.AuthenticateRequest) -> Answer: ...
     async def logout(self, request: s.LogoutRequest) -> Answer: ...
-    async def new_session(self, request: s.NewSessionRequest) -> Answer: ...
-    async def load_session(self, request: s.LoadSessionRequest) -> Answer: ...
+    async def new_session(self, request: SessionSetup) -> Answer: ...
+    async def load_session(self, request: SessionSetup) -> Answer: ...
     async def list_sessions(self, request: s.ListSessionsRequest) -> Answer: ...
-    async def resume_session(self, request: s.ResumeSessionRequest) -> Answer: ...
-    async def fork_session(self, request: s.ForkSessionRequest) -> Answer: ...
+    async def resume_session(self, request: SessionSetup) -> Answer: ...
+    async def fork_session(self, request: SessionSetup) -> Answer: ...
     async def close_session(self, request: s.CloseSessionRequest) -> Answer: ...
     async def delete_session(self, request: s.DeleteSessionRequest) -> Answer: ...
     async def set_mode(self, request: s.SetSessionModeRequest) -> Answer: ...
     async def set_config_option(self, request: s.SetSessionConfigOptionSelectRequest) -> Answer: ...
     async def set_model(self, request: SetSessionModelRequest) -> Answer: ...
-    async def prompt(self, request: s.PromptRequest, place: int | None) -> Answer: ...
-    async def cancel(self, notification: s.CancelNotification) -> None: ...
+    async def prompt(self, request: Prompt, place: int | None) -> Answer: ...
+    async def cancel(self, notification: Cancel) -> None: ...
 
     def cancel_all(self) -> None:
         """The client is gone: end every turn (each prompt still answers `cancelled`)."""
@@ -51,35 +55,42 @@ class AcpAgent(Protocol):
 @dataclass(frozen=True, slots=True)
 class Method:
     name: str
-    params_model: str
-    """Name of the model in `protocol.schema` or `protocol.legacy`."""
+    read: Reader
     call: Callable[[AcpAgent, Any], Awaitable[Any]]
 
 
 REQUESTS = {
     m.name: m
     for m in (
-        Method("authenticate", "AuthenticateRequest", lambda a, r: a.authenticate(r)),
-        Method("logout", "LogoutRequest", lambda a, r: a.logout(r)),
-        Method("session/new", "NewSessionRequest", lambda a, r: a.new_session(r)),
-        Method("session/load", "LoadSessionRequest", lambda a, r: a.load_session(r)),
-        Method("session/list", "ListSessionsRequest", lambda a, r: a.list_sessions(r)),
-        Method("session/resume", "ResumeSessionRequest", lambda a, r: a.resume_session(r)),
-        Method("session/fork", "ForkSessionRequest", lambda a, r: a.fork_session(r)),
-        Method("session/close", "CloseSessionRequest", lambda a, r: a.close_session(r)),
-        Method("session/delete", "DeleteSessionRequest", lambda a, r: a.delete_session(r)),
-        Method("session/prompt", "PromptRequest", lambda a, r: a.prompt(r, None)),
+        Method("authenticate", ModelReader("AuthenticateRequest"), lambda a, r: a.authenticate(r)),
+        Method("logout", ModelReader("LogoutRequest"), lambda a, r: a.logout(r)),
+        Method("session/new", requests.new_session, lambda a, r: a.new_session(r)),
+        Method("session/load", requests.load_session, lambda a, r: a.load_session(r)),
+        Method("session/list", ModelReader("ListSessionsRequest"), lambda a, r: a.list_sessions(r)),
+        Method("session/resume", requests.existing_session, lambda a, r: a.resume_session(r)),
+        Method("session/fork", requests.existing_session, lambda a, r: a.fork_session(r)),
+        Method(
+            "session/close", ModelReader("CloseSessionRequest"), lambda a, r: a.close_session(r)
+        ),
+        Method(
+            "session/delete", ModelReader("DeleteSessionRequest"), lambda a, r: a.delete_session(r)
+        ),
+        Method("session/prompt", requests.prompt, lambda a, r: a.prompt(r, None)),
         Method(
             "session/set_config_option",
-            "SetSessionConfigOptionSelectRequest",
+            ModelReader("SetSessionConfigOptionSelectRequest"),
             lambda a, r: a.set_config_option(r),
         ),
-        Method("session/set_mode", "SetSessionModeRequest", lambda a, r: a.set_mode(r)),
+        Method(
+            "session/set_mode", ModelReader("SetSessionModeRequest"), lambda a, r: a.set_mode(r)
+        ),
         # Legacy (older v1 clients); its model is not in acp.schema.
-        Method("session/set_model", "SetSessionModelRequest", lambda a, r: a.set_model(r)),
+        Method(
+            "session/set_model", ModelReader("SetSessionModelRequest"), lambda a, r: a.set_model(r)
+        ),
     )
 }
 
 NOTIFICATIONS = {
-    m.name: m for m in (Method("session/cancel", "CancelNotification", lambda a, n: a.cancel(n)),)
+    m.name: m for m in (Method("session/cancel", requests.cancel, lambda a, n: a.cancel(n)),)
 }

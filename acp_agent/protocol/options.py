@@ -1,4 +1,5 @@
-"""A session's choices as ACP config options (and the legacy `models` state)."""
+"""A session's choices as ACP config options (and the legacy `models` state), as plain JSON
+(see `updates`: every session answer carries them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 from ..config import AgentConfig, ThoughtLevel
 from ..tools.permissions import ModeInfo
-from . import schema as s
 
 MODEL = "model"
 THOUGHT_LEVEL = "thought_level"
@@ -33,67 +33,74 @@ class Choices:
     """The effective level; None when the model does not reason."""
 
 
-def config_options(config: AgentConfig, choices: Choices, modes: Sequence[ModeInfo]) -> list[Any]:
-    options: list[Any] = [_model_option(config, choices)]
+def config_options(
+    config: AgentConfig, choices: Choices, modes: Sequence[ModeInfo]
+) -> list[dict[str, Any]]:
+    options = [_model_option(config, choices)]
     level = choices.thought_level
     if level is not None:
         options.append(
-            s.SessionConfigOptionSelect(
-                type="select",
-                id=THOUGHT_LEVEL,
-                name="Thinking",
-                description="How much the model reasons before answering.",
-                category="thought_level",
-                current_value=level,
-                options=[
-                    s.SessionConfigSelectOption(value=value, name=name)
-                    for value, name in THOUGHT_LEVELS
-                ],
+            _select(
+                THOUGHT_LEVEL,
+                "Thinking",
+                "How much the model reasons before answering.",
+                current=level,
+                options=[{"value": value, "name": name} for value, name in THOUGHT_LEVELS],
             )
         )
     if modes:
         options.append(
-            s.SessionConfigOptionSelect(
-                type="select",
-                id=MODE,
-                name="Mode",
-                description="What the agent may do without asking.",
-                category="mode",
-                current_value=choices.mode,
+            _select(
+                MODE,
+                "Mode",
+                "What the agent may do without asking.",
+                current=choices.mode,
                 options=[
-                    s.SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
-                    for m in modes
+                    {"value": m.id, "name": m.name, "description": m.description} for m in modes
                 ],
             )
         )
     return options
 
 
-def _model_option(config: AgentConfig, choices: Choices) -> Any:
+def _model_option(config: AgentConfig, choices: Choices) -> dict[str, Any]:
     groups = [
-        s.SessionConfigSelectGroup(
-            group=provider,
-            name=provider,
-            options=[
-                s.SessionConfigSelectOption(
-                    value=f"{provider}/{model.id}",
-                    name=model.name or model.id,
-                    description=f"{model.context_window:,} token context",
-                )
+        {
+            "group": provider,
+            "name": provider,
+            "options": [
+                {
+                    "value": f"{provider}/{model.id}",
+                    "name": model.name or model.id,
+                    "description": f"{model.context_window:,} token context",
+                }
                 for model in provider_config.models
             ],
-        )
+        }
         for provider, provider_config in config.providers.items()
     ]
-    return s.SessionConfigOptionSelect(
-        type="select",
-        id=MODEL,
-        name="Model",
-        description="The model that answers the next prompt.",
-        category="model",
-        current_value=choices.model,
+    return _select(
+        MODEL,
+        "Model",
+        "The model that answers the next prompt.",
+        current=choices.model,
         options=groups,
     )
+
+
+def _select(
+    option_id: str, name: str, description: str, *, current: str, options: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A `select` config option; its category is its id (model, thought_level, mode)."""
+    return {
+        "type": "select",
+        "id": option_id,
+        "name": name,
+        "description": description,
+        "category": option_id,
+        "currentValue": current,
+        "options": options,
+    }
 
 
 def legacy_models_state(config: AgentConfig, choices: Choices) -> dict[str, Any]:
@@ -107,10 +114,10 @@ def legacy_models_state(config: AgentConfig, choices: Choices) -> dict[str, Any]
     }
 
 
-def mode_state(choices: Choices, modes: Sequence[ModeInfo]) -> s.SessionModeState:
-    return s.SessionModeState(
-        current_mode_id=choices.mode,
-        available_modes=[
-            s.SessionMode(id=m.id, name=m.name, description=m.description) for m in modes
+def mode_state(choices: Choices, modes: Sequence[ModeInfo]) -> dict[str, Any]:
+    return {
+        "currentModeId": choices.mode,
+        "availableModes": [
+            {"id": m.id, "name": m.name, "description": m.description} for m in modes
         ],
-    )
+    }

@@ -2,8 +2,9 @@
 
 `initialize` is answered from hand-parsed params (no pydantic) so it never waits for the
 heavy imports. Once its answer is written, the `Loader` the composition root gave us runs
-in a worker thread (schema, config, the default provider's SDK) and returns how to start
-the agent; every other method waits for that. The server knows the agent only as
+in a worker thread (config, sessions, the default provider) and returns how to start the
+agent; every other method waits for that. The schema models come last, in the background
+(see `schema`). The server knows the agent only as
 `methods.AcpAgent`.
 
 Every error it answers carries its readable reason in `data.details` as well: some clients
@@ -22,32 +23,39 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ..rpc.endpoint import Endpoint, FollowedBy, Work, short_failure
-from ..rpc.errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from ..rpc.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
 from .handshake import ClientCapabilities, Handshake, initialize_response, parse_initialize
-from .methods import NOTIFICATIONS, REQUESTS, AcpAgent, Method
 
 if TYPE_CHECKING:
     # Not at import time: the client proxy loads the schema, which `initialize` must not
     # wait for.
     from .client import ClientProxy
+    from .methods import AcpAgent
 
 log = logging.getLogger(__name__)
 
 CLOSE_SECONDS = 2.0
+SCHEMA_WARM_DELAY = 1.0
+"""Seconds after start-up before the schema models load in the background."""
 
-Startup = Callable[["ClientProxy", TaskGroup], AcpAgent]
+Startup = Callable[["ClientProxy", TaskGroup], "AcpAgent"]
 """Builds the agent on the event loop, given the client and the connection's task group."""
 Loader = Callable[[], Startup | str]
 """Runs in a worker thread: imports and loads what the agent needs; returns how to start
 it, or what is wrong (a config error), which then answers every later request."""
 
 
-async def serve(source: ByteSource, sink: ByteSink, *, load: Loader) -> None:
-    """Serve one client until its input ends."""
+async def serve(
+    source: ByteSource, sink: ByteSink, *, load: Loader, greeted: Handshake | None = None
+) -> None:
+    """Serve one client until its input ends; `greeted`: its `initialize` was answered
+    already (`handshake.answer_first_initialize`), so start-up begins at once."""
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as background:
         server = AcpServer(endpoint, background, load)
+        if greeted is not None:
+            server.greeted(greeted)
         await endpoint.serve(server, on_drain_timeout=server.wind_down)
         background.cancel_scope.cancel()
     await server.aclose()
@@ -90,16 +98,28 @@ class AcpServer:
             log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
             # Warm up once the answer is out: the import thread would slow its writing.
             return FollowedBy(initialize_response(self._handshake), self._warm_up_after_flush)
+        # Not at import time: the readers load the config's and the MCP bridge's types.
+        from .methods import REQUESTS
+        from .requests import read_params
+
         spec = REQUESTS.get(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
         agent = await self._ready_agent()
-        request = _parse_params(spec, params)
+        request = read_params(method, spec.read, params)
         if method == "session/prompt":
             return await agent.prompt(request, place)
         return await spec.call(agent, request)
 
+    def greeted(self, handshake: Handshake) -> None:
+        self._handshake = handshake
+        log.info("initialize from %s", handshake.client_name or "an unnamed client")
+        self._start_warm_up()
+
     async def handle_notification(self, method: str, params: Any) -> None:
+        from .methods import NOTIFICATIONS
+        from .requests import read_params
+
         spec = NOTIFICATIONS.get(method)
         if spec is None:
             if not method.startswith("_"):
@@ -107,7 +127,7 @@ class AcpServer:
             return
         if self._agent is None:
             return  # no session can exist before the agent does
-        await spec.call(self._agent, _parse_params(spec, params))
+        await spec.call(self._agent, read_params(method, spec.read, params))
 
     def wind_down(self) -> None:
         """The client is gone and work still runs: cancel every turn, which then answers
@@ -151,11 +171,21 @@ class AcpServer:
 
             client = ClientProxy(self._endpoint, self._handshake.client)
             self._agent = started(client, self._background)
+            self._background.start_soon(self._warm_schema)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")
         finally:
             self._ready.set()
+
+    async def _warm_schema(self) -> None:
+        """Load the schema models while the editor is still idle, so that the first request
+        that needs them (a permission, a file read through the editor, a mode change) does
+        not wait ~0.5 s for them; not sooner, or it would slow the first session and chunk."""
+        await anyio.sleep(SCHEMA_WARM_DELAY)
+        from . import schema
+
+        await anyio.to_thread.run_sync(schema.load, abandon_on_cancel=True)
 
 
 def with_details(error: RpcError) -> RpcError:
@@ -173,25 +203,3 @@ def with_details(error: RpcError) -> RpcError:
 
 def _field(params: Any, name: str) -> Any:
     return params.get(name) if isinstance(params, dict) else None
-
-
-def _parse_params(spec: Method, params: Any) -> Any:
-    from pydantic import ValidationError
-
-    from . import legacy, schema
-
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise RpcError(INVALID_PARAMS, f"{spec.name}: params must be an object")
-    if spec.name in ("session/new", "session/load"):
-        params = {"mcpServers": [], **params}  # optional in early v1 clients
-    try:
-        model = getattr(schema, spec.params_model, None) or getattr(legacy, spec.params_model)
-        return model.model_validate(params)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'params'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise RpcError(INVALID_PARAMS, f"{spec.name}: invalid params: {problems}") from None

@@ -1,4 +1,9 @@
-"""Turn events -> `session/update` payloads, built with the schema models and dumped strictly."""
+"""Turn events -> `session/update` payloads, as plain JSON (camelCase names, nothing None).
+
+Built by hand rather than through the schema models: every streamed chunk passes here, and
+the models cost half a second to import (see `schema`). The protocol tests validate each
+payload against `acp.schema`, which therefore stays the authority on their shape.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ from ..messages import (
     UsageUpdated,
     UserMessageChunk,
 )
-from . import schema as s
+
+JsonObject = dict[str, Any]
 
 
 def session_update(
@@ -39,7 +45,7 @@ def session_update(
     *,
     compaction: bool = False,
     notices: bool = False,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """The update payload, or None when there is nothing this client would show.
 
     `terminal_meta`: the client renders Zed's `_meta.terminal_*` extension, which streams a
@@ -59,12 +65,12 @@ def session_update(
             return _with_terminal_meta(event, event.terminal)
         if _only_terminal(event):
             return None
-    return dump(_update_model(event))
+    return _update(event)
 
 
 def _compaction_message(
     event: CompactionStarted | CompactionSummaryChunk | CompactionFinished,
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """A finished compaction as a short agent message, for clients without
     `session.compaction` (its progress and summary are not shown to them)."""
     if not isinstance(event, CompactionFinished):
@@ -79,16 +85,10 @@ def _compaction_message(
             text = f"[Context compaction failed: {event.error}]"
         case _:
             return None
-    return dump(
-        s.AgentMessageChunk(
-            session_update="agent_message_chunk",
-            content=_text_block(text + "\n\n"),
-            message_id=event.compaction_id,
-        )
-    )
+    return _chunk("agent_message_chunk", _text_block(text + "\n\n"), event.compaction_id)
 
 
-def _notice_line(notice: Notice) -> dict[str, Any]:
+def _notice_line(notice: Notice) -> JsonObject:
     """A notice for clients without `session.notices`: `[title; description]` and a blank
     line, so consecutive notices never share a line (also where text is read as Markdown),
     in the thoughts, or in the agent message it belongs to."""
@@ -96,12 +96,8 @@ def _notice_line(notice: Notice) -> dict[str, Any]:
     line = f"{title.rstrip('.')}; {notice.description}" if notice.description else title
     block = _text_block(f"[{line}]\n\n")
     if notice.message_id is not None:
-        return dump(
-            s.AgentMessageChunk(
-                session_update="agent_message_chunk", content=block, message_id=notice.message_id
-            )
-        )
-    return dump(s.AgentThoughtChunk(session_update="agent_thought_chunk", content=block))
+        return _chunk("agent_message_chunk", block, notice.message_id)
+    return _chunk("agent_thought_chunk", block, None)
 
 
 def _notice_title(notice: Notice) -> str:
@@ -109,24 +105,20 @@ def _notice_title(notice: Notice) -> str:
     return " ".join(notice.title.split()) or "Notice"
 
 
-def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> dict[str, Any]:
+def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> JsonObject:
     if stream.cwd is not None:
         # Zed opens a display terminal only from a `tool_call`; repeating one for a known id
         # updates that call.
-        update = dump(
-            s.ToolCallStart(
-                session_update="tool_call",
-                tool_call_id=event.id,
-                title=event.title or "",
-                kind="execute",
-                status=event.status,
-                content=None
-                if event.content is None
-                else [_tool_content(c) for c in event.content],
-            )
+        update = _without_none(
+            sessionUpdate="tool_call",
+            toolCallId=event.id,
+            title=event.title or "",
+            kind="execute",
+            status=event.status,
+            content=None if event.content is None else _tool_contents(event.content),
         )
     else:
-        update = dump(_update_model(event))
+        update = _update(event)
     update["_meta"] = _terminal_meta(stream)
     return update
 
@@ -141,8 +133,8 @@ def _only_terminal(event: ToolCallUpdated) -> bool:
     )
 
 
-def _terminal_meta(stream: TerminalStream) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
+def _terminal_meta(stream: TerminalStream) -> JsonObject:
+    meta: JsonObject = {}
     if stream.cwd is not None:
         meta["terminal_info"] = {"terminal_id": stream.terminal_id, "cwd": stream.cwd}
     if stream.output:
@@ -156,107 +148,85 @@ def _terminal_meta(stream: TerminalStream) -> dict[str, Any]:
     return meta
 
 
-def dump(model: s.BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def _update_model(event: TurnEvent) -> s.BaseModel:
+def _update(event: TurnEvent) -> JsonObject:
     match event:
         case MessageChunk(text=text, message_id=message_id):
-            return s.AgentMessageChunk(
-                session_update="agent_message_chunk",
-                content=_text_block(text),
-                message_id=message_id,
-            )
+            return _chunk("agent_message_chunk", _text_block(text), message_id)
         case ThoughtChunk(text=text, message_id=message_id):
-            return s.AgentThoughtChunk(
-                session_update="agent_thought_chunk",
-                content=_text_block(text),
-                message_id=message_id,
-            )
+            return _chunk("agent_thought_chunk", _text_block(text), message_id)
         case UserMessageChunk(part=part, message_id=message_id):
-            return s.UserMessageChunk(
-                session_update="user_message_chunk",
-                content=_prompt_block(part),
-                message_id=message_id,
-            )
+            return _chunk("user_message_chunk", prompt_block(part), message_id)
         case CommandsChanged(commands=commands):
-            return s.AvailableCommandsUpdate(
-                session_update="available_commands_update",
-                available_commands=[
-                    s.AvailableCommand(
+            return {
+                "sessionUpdate": "available_commands_update",
+                "availableCommands": [
+                    _without_none(
                         name=command.name,
                         description=command.description,
-                        input=None
-                        if command.hint is None
-                        else s.AvailableCommandInput(
-                            root=s.UnstructuredCommandInput(hint=command.hint)
-                        ),
+                        input=None if command.hint is None else {"hint": command.hint},
                     )
                     for command in commands
                 ],
-            )
+            }
         case SessionInfoChanged(title=title, updated_at=updated_at):
-            return s.SessionInfoUpdate(
-                session_update="session_info_update", title=title, updated_at=updated_at
+            return _without_none(
+                sessionUpdate="session_info_update", title=title, updatedAt=updated_at
             )
         case ToolCallStarted():
-            return s.ToolCallStart(
-                session_update="tool_call",
-                tool_call_id=event.id,
+            return _without_none(
+                sessionUpdate="tool_call",
+                toolCallId=event.id,
                 title=event.title,
                 kind=event.kind,
                 status=event.status,
-                raw_input=event.raw_input,
-                locations=[_location(loc) for loc in event.locations] or None,
-                content=[_tool_content(c) for c in event.content] or None,
+                rawInput=event.raw_input,
+                locations=tool_call_locations(event.locations),
+                content=tool_call_content(event.content),
                 name=event.name,
             )
         case ToolCallUpdated():
-            return s.ToolCallProgress(
-                session_update="tool_call_update",
-                tool_call_id=event.id,
+            return _without_none(
+                sessionUpdate="tool_call_update",
+                toolCallId=event.id,
                 status=event.status,
                 title=event.title,
-                raw_output=event.raw_output,
+                rawOutput=event.raw_output,
                 locations=None
                 if event.locations is None
                 else [_location(loc) for loc in event.locations],
-                content=None
-                if event.content is None
-                else [_tool_content(c) for c in event.content],
+                content=None if event.content is None else _tool_contents(event.content),
             )
         case PlanUpdated(entries=entries):
-            return s.AgentPlanUpdate(
-                session_update="plan",
-                entries=[
-                    s.PlanEntry(content=e.content, priority=e.priority, status=e.status)
+            return {
+                "sessionUpdate": "plan",
+                "entries": [
+                    {"content": e.content, "priority": e.priority, "status": e.status}
                     for e in entries
                 ],
-            )
+            }
         case CompactionStarted(compaction_id=compaction_id):
-            return s.CompactionUpdate(
-                session_update="compaction_update",
-                compaction_id=compaction_id,
-                status="in_progress",
-            )
+            return {
+                "sessionUpdate": "compaction_update",
+                "compactionId": compaction_id,
+                "status": "in_progress",
+            }
         case CompactionSummaryChunk(compaction_id=compaction_id, text=text):
-            return s.CompactionSummaryChunk(
-                session_update="compaction_summary_chunk",
-                compaction_id=compaction_id,
-                content=_text_block(text),
-            )
+            return {
+                "sessionUpdate": "compaction_summary_chunk",
+                "compactionId": compaction_id,
+                "content": _text_block(text),
+            }
         case CompactionFinished(compaction_id=compaction_id, summary=summary):
-            return s.CompactionUpdate(
-                session_update="compaction_update",
-                compaction_id=compaction_id,
+            return _without_none(
+                sessionUpdate="compaction_update",
+                compactionId=compaction_id,
                 status=event.status,
                 summary=None if summary is None else [_text_block(summary)],
                 error=event.error,
             )
         case Notice(description=description, severity=severity):
-            return s.NoticeUpdate(
-                session_update="notice",
+            return _without_none(
+                sessionUpdate="notice",
                 severity=severity,
                 title=_notice_title(event),
                 description=description,
@@ -264,64 +234,67 @@ def _update_model(event: TurnEvent) -> s.BaseModel:
         case UsageUpdated():
             cost = None
             if event.cost_usd is not None:
-                cost = s.Cost(amount=round(event.cost_usd, 6), currency="USD")
-            return s.UsageUpdate(
-                session_update="usage_update", used=event.used, size=event.size, cost=cost
+                cost = {"amount": round(event.cost_usd, 6), "currency": "USD"}
+            return _without_none(
+                sessionUpdate="usage_update", used=event.used, size=event.size, cost=cost
             )
+    raise TypeError(f"not a turn event: {type(event).__name__}")
 
 
-def _prompt_block(
-    part: TextPart | ImagePart | ResourceLinkPart | DocumentPart,
-) -> (
-    s.TextContentBlock
-    | s.ImageContentBlock
-    | s.ResourceContentBlock
-    | s.EmbeddedResourceContentBlock
-):
+def _chunk(kind: str, content: JsonObject, message_id: str | None) -> JsonObject:
+    return _without_none(sessionUpdate=kind, content=content, messageId=message_id)
+
+
+def prompt_block(part: TextPart | ImagePart | ResourceLinkPart | DocumentPart) -> JsonObject:
     """A part of a user's prompt as the client sent it (a mention: its link)."""
     match part:
         case TextPart(text=text):
             return _text_block(text)
         case ImagePart(data=data, mime_type=mime_type):
-            return s.ImageContentBlock(type="image", data=data, mime_type=mime_type)
+            return {"type": "image", "data": data, "mimeType": mime_type}
         case ResourceLinkPart(uri=uri, name=name, mime_type=mime_type):
-            return s.ResourceContentBlock(
-                type="resource_link", uri=uri, name=name, mime_type=mime_type
-            )
+            return _without_none(type="resource_link", uri=uri, name=name, mimeType=mime_type)
         case DocumentPart(data=data, mime_type=mime_type, name=name):
-            return s.EmbeddedResourceContentBlock(
-                type="resource",
-                resource=s.BlobResourceContents(uri=name, blob=data, mime_type=mime_type),
-            )
+            return {
+                "type": "resource",
+                "resource": {"uri": name, "blob": data, "mimeType": mime_type},
+            }
 
 
-def _text_block(text: str) -> s.TextContentBlock:
-    return s.TextContentBlock(type="text", text=text)
+def _text_block(text: str) -> JsonObject:
+    return {"type": "text", "text": text}
 
 
-def _location(location: Location) -> s.ToolCallLocation:
-    return s.ToolCallLocation(path=location.path, line=location.line)
+def _location(location: Location) -> JsonObject:
+    return _without_none(path=location.path, line=location.line)
 
 
-ToolCallContent = s.ContentToolCallContent | s.FileEditToolCallContent | s.TerminalToolCallContent
-
-
-def _tool_content(content: ToolContent) -> ToolCallContent:
+def _tool_content(content: ToolContent) -> JsonObject:
     match content:
         case TextPart(text=text):
-            return s.ContentToolCallContent(type="content", content=_text_block(text))
+            return {"type": "content", "content": _text_block(text)}
         case DiffContent():
-            return s.FileEditToolCallContent(
-                type="diff", path=content.path, old_text=content.old_text, new_text=content.new_text
+            return _without_none(
+                type="diff", path=content.path, oldText=content.old_text, newText=content.new_text
             )
         case TerminalContent(terminal_id=terminal_id):
-            return s.TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
+            return {"type": "terminal", "terminalId": terminal_id}
 
 
-def tool_call_content(content: Sequence[ToolContent]) -> list[ToolCallContent] | None:
+def _tool_contents(content: Sequence[ToolContent]) -> list[JsonObject]:
+    return [_tool_content(c) for c in content]
+
+
+def tool_call_content(content: Sequence[ToolContent]) -> list[JsonObject] | None:
     """Tool content as the wire has it (a permission request's tool call too); None: none."""
-    return [_tool_content(c) for c in content] or None
+    return _tool_contents(content) or None
 
 
-def tool_call_locations(locations: Sequence[Location]) -> list[s.ToolCallLocation] | None:
+def tool_call_locations(locations: Sequence[Location]) -> list[JsonObject] | None:
     return [_location(loc) for loc in locations] or None
+
+
+def _without_none(**fields: Any) -> JsonObject:
+    """An object of the fields that are set: the schema's optional fields are left out, as
+    the models' dump (`exclude_none`) did. Values inside (`rawInput`) are kept as given."""
+    return {name: value for name, value in fields.items() if value is not None}

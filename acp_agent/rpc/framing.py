@@ -11,12 +11,15 @@ import json
 import os
 import re
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
-
-import anyio
-import anyio.to_thread
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import INVALID_REQUEST, PARSE_ERROR, RpcError
+
+if TYPE_CHECKING:
+    import anyio.abc
+
+# anyio is imported where it is used: the first frame is read before the event loop exists
+# (`read_first_line`), and its answer must not wait for anyio's import.
 
 READ_CHUNK = 1 << 20
 MAX_FRAME_BYTES = 256 << 20
@@ -33,10 +36,21 @@ class ByteSink(Protocol):
 
 
 class FdSource:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, unread: bytes = b"", ended: bool = False) -> None:
         self._fd = fd
+        self._unread = unread
+        """Bytes already read from `fd` (by `read_first_line`), returned first."""
+        self._ended = ended
+        """That read met the end of input: a terminal's Ctrl-D is not seen twice."""
 
     async def read(self) -> bytes:
+        if self._unread:
+            chunk, self._unread = self._unread, b""
+            return chunk
+        if self._ended:
+            return b""
+        import anyio.to_thread
+
         return await anyio.to_thread.run_sync(os.read, self._fd, READ_CHUNK, abandon_on_cancel=True)
 
 
@@ -45,13 +59,31 @@ class FdSink:
         self._fd = fd
 
     async def write(self, data: bytes) -> None:
-        await anyio.to_thread.run_sync(self._write_all, data)
+        import anyio.to_thread
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        await anyio.to_thread.run_sync(write_all, self._fd, data)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_first_line(fd: int, limit: int = READ_CHUNK) -> tuple[bytes | None, bytes, bool]:
+    """Block until `fd` gives a whole first line. Returns that line without its newline
+    (None at the end of input or past `limit` bytes), the bytes read past it (all of them
+    when there is no line), and whether the input ended."""
+    read = b""
+    while (newline := read.find(b"\n")) == -1:
+        chunk = os.read(fd, READ_CHUNK)
+        if not chunk:
+            return None, read, True
+        read += chunk
+        if len(read) > limit:
+            return None, read, False
+    return read[:newline], read[newline + 1 :], False
 
 
 class StreamSource:
@@ -61,6 +93,8 @@ class StreamSource:
         self._stream = stream
 
     async def read(self) -> bytes:
+        import anyio
+
         try:
             return await self._stream.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
