@@ -45,6 +45,8 @@ from .tools.permissions import MODES
 log = logging.getLogger(__name__)
 
 
+OpenStored = Callable[..., Awaitable[Session]]
+"""`SessionManager.load`, `resume` or `fork`."""
 Logout = Callable[[], Awaitable[Sequence[str]]]
 """Forgets the stored keys (and the providers made with them); returns the providers whose
 keys were forgotten."""
@@ -102,34 +104,42 @@ class Agent:
 
     async def new_session(self, request: SessionSetup) -> Any:
         cwd, extra = _roots(request)
-        session = await self._sessions.new(cwd, extra, request.mcp_servers)
+        session = await self._sessions.new(
+            cwd, extra, request.mcp_servers, editor_prompt=request.system_prompt
+        )
         answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def load_session(self, request: SessionSetup) -> Any:
-        cwd, extra = _roots(request)
-        with _session_errors():
-            session = await self._sessions.load(_known_id(request), cwd, extra, request.mcp_servers)
+        session = await self._open_stored(self._sessions.load, request)
         # Before the answer, unlike the other lifecycle methods: the client knows the id it
         # loads, and nothing may follow a load's answer for the session (ACP TCK LOAD-002).
         await self._sessions.announce_commands(session.id)
         return self._session_answer(session, with_id=False)
 
     async def resume_session(self, request: SessionSetup) -> Any:
-        cwd, extra = _roots(request)
-        with _session_errors():
-            session = await self._sessions.resume(
-                _known_id(request), cwd, extra, request.mcp_servers
-            )
+        session = await self._open_stored(self._sessions.resume, request)
         answer = self._session_answer(session, with_id=False)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def fork_session(self, request: SessionSetup) -> Any:
-        cwd, extra = _roots(request)
-        with _session_errors():
-            session = await self._sessions.fork(_known_id(request), cwd, extra, request.mcp_servers)
+        session = await self._open_stored(self._sessions.fork, request)
         answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
+
+    async def _open_stored(self, open_stored: OpenStored, request: SessionSetup) -> Session:
+        """`session/load`, `resume` or `fork`: the stored session the request names, opened
+        in its roots, with its servers and editor prompt."""
+        assert request.session_id is not None  # their reader requires it
+        cwd, extra = _roots(request)
+        with _session_errors():
+            return await open_stored(
+                request.session_id,
+                cwd,
+                extra,
+                request.mcp_servers,
+                editor_prompt=request.system_prompt,
+            )
 
     async def list_sessions(self, request: s.ListSessionsRequest) -> Any:
         cwd = _directory("cwd", request.cwd, must_exist=False) if request.cwd else None
@@ -273,11 +283,6 @@ def _roots(request: SessionSetup) -> tuple[Path, list[Path]]:
     return _directory("cwd", request.cwd), [
         _directory("additionalDirectories", d) for d in request.additional_directories
     ]
-
-
-def _known_id(request: SessionSetup) -> str:
-    assert request.session_id is not None  # the reader of load, resume and fork requires it
-    return request.session_id
 
 
 def _directory(field: str, value: str, *, must_exist: bool = True) -> Path:

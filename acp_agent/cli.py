@@ -194,6 +194,12 @@ def _add_run(commands: Subcommands, common: list[argparse.ArgumentParser]) -> No
     run.add_argument("--cwd", default=None, help="session working directory (default: .)")
     run.add_argument("--yes", "-y", action="store_true", help="approve every permission request")
     run.add_argument(
+        "--no-project-instructions",
+        action="store_true",
+        help="give the model no instruction files (AGENTS.md, CLAUDE.md ...); skills and "
+        "prompt files stay",
+    )
+    run.add_argument(
         "--model", "-m", help="the model, 'provider/model' or a configured model id (see models)"
     )
     run.add_argument(

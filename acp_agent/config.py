@@ -39,6 +39,8 @@ from .paths import config_path
 
 CONFIG_ENV_VAR = "ACP_AGENT_CONFIG"
 MODEL_ENV_VAR = "ACP_AGENT_MODEL"
+NO_INSTRUCTIONS_ENV_VAR = "ACP_AGENT_NO_PROJECT_INSTRUCTIONS"
+"""Set to 1 (`acp-agent run --no-project-instructions` does): no instruction files are read."""
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -133,6 +135,11 @@ class ModelConfig(_Strict):
     )
     thought_level: ThoughtLevel = Field(
         "medium", description="Default reasoning effort for reasoning models."
+    )
+    prompt_adjustment: str | None = Field(
+        None,
+        description="A short section added to the built-in system prompt for this model, in "
+        "place of its family's built-in one (e.g. how it should call tools).",
     )
     prices: Prices | None = Field(
         None, description="Token prices, to report the cost of a session."
@@ -456,6 +463,37 @@ ProviderConfig = Annotated[
 ]
 
 
+class InstructionsConfig(_Strict):
+    """The project's instruction files (`AGENTS.md` …) the model is given."""
+
+    enabled: StrictBool = Field(
+        True,
+        description="Give the model the user's and the project's instruction files (AGENTS.md, "
+        "else CLAUDE.md or GEMINI.md, from the project root down to the working directory).",
+    )
+    budget: StrictInt = Field(
+        32 * 1024,
+        ge=1024,
+        le=1024 * 1024,
+        description="Bytes of instruction files in the system prompt; the nearest files are "
+        "kept whole first, a file cut short says so.",
+    )
+    extra_files: tuple[str, ...] = Field(
+        (),
+        description="Other files read in every folder too (e.g. '.rules', 'CONVENTIONS.md', "
+        "'.github/copilot-instructions.md').",
+    )
+
+    @field_validator("extra_files")
+    @classmethod
+    def _inside_each_folder(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            parts = name.replace("\\", "/").split("/")
+            if not name or name.startswith(("/", "~")) or ".." in parts or "\0" in name:
+                raise ValueError(f"{name!r}: give a file name, or a path below each folder")
+        return names
+
+
 class ShellEnvironmentPolicy(_Strict):
     """What commands the model runs (and other children) inherit of our environment.
 
@@ -582,7 +620,14 @@ class AgentConfig(_Strict):
         description="Recent user turns (the running one included) kept word for word when "
         "older turns are summarised.",
     )
-    system_prompt: str | None = Field(None, description="Replaces the built-in system prompt.")
+    system_prompt: str | None = Field(
+        None,
+        description="Replaces the built-in system prompt ({cwd} and {today} are filled in); "
+        "the project's instructions and skills still follow it.",
+    )
+    instructions: InstructionsConfig = Field(
+        InstructionsConfig(), description="The project's instruction files the model is given."
+    )
     shell_timeout: StrictFloat = Field(
         120.0, gt=0, le=86_400, description="Seconds a shell command may run before it is killed."
     )

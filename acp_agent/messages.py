@@ -454,6 +454,21 @@ TurnEvent: TypeAlias = (
 # --- asking the user ---------------------------------------------------------------------
 
 
+# --- the editor's own system prompt ------------------------------------------------------
+
+
+EditorPromptMode: TypeAlias = Literal["append", "override"]
+
+
+@dataclass(frozen=True, slots=True)
+class EditorPrompt:
+    """What the editor asks the model to be told (ACP `systemPrompt`): `append` adds its
+    text after our instructions, `override` replaces our built-in default prompt."""
+
+    mode: EditorPromptMode
+    text: str
+
+
 @dataclass(frozen=True, slots=True)
 class Elicitation:
     """A question for the user: a form (`schema`, a flat JSON schema of primitive fields)

@@ -44,6 +44,7 @@ FLOORS: dict[str, int] = {
     "providers": SIDE_ROOMS,
     "tools": SIDE_ROOMS,
     "mcp_bridge": SIDE_ROOMS,
+    "knowledge": SIDE_ROOMS,  # what the model is told of the project: instructions, skills
     # What every floor may read.
     "acp_agent": GROUND,  # the package itself: `__version__`
     "messages": GROUND,  # the neutral vocabulary
@@ -61,7 +62,7 @@ FLOORS: dict[str, int] = {
 }
 """Room (a package under acp_agent/, or a top-level module) -> floor, top floor first."""
 
-SIDE_BY_SIDE = frozenset({"protocol", "sessions", "providers", "tools", "mcp_bridge"})
+SIDE_BY_SIDE = frozenset({"protocol", "sessions", "providers", "tools", "mcp_bridge", "knowledge"})
 """Rooms that never import another room of their own floor."""
 
 KNOWN_CIRCLES_BEING_FIXED: tuple[frozenset[str], ...] = ()

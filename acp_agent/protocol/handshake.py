@@ -138,6 +138,8 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
                 "delete": {},
                 "additionalDirectories": {},
                 "fork": {},
+                # The editor's system prompt: appended to ours, or in place of our default.
+                "systemPrompt": {"mode": {"override": {}}},
             },
         },
         "authMethods": auth_methods(handshake.client),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..mcp_bridge import McpServerSpec
-from ..messages import Message
+from ..messages import EditorPrompt, EditorPromptMode, Message
 from ..rpc.errors import INVALID_PARAMS, RpcError
 from .content import prompt_message
 from .fields import Invalid, array, obj, string, text
@@ -37,6 +37,8 @@ class SessionSetup:
     cwd: str
     additional_directories: list[str]
     mcp_servers: list[McpServerSpec]
+    system_prompt: EditorPrompt | None
+    """The editor's system prompt (`systemPrompt`); None: not given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,31 @@ def _setup(
         for i, item in enumerate(array(params, "mcpServers", required=servers_required))
         if (spec := _mcp_server(item, f"mcpServers.{i}")) is not None
     ]
-    return SessionSetup(session_id, cwd, directories, servers)
+    return SessionSetup(session_id, cwd, directories, servers, _system_prompt(params))
+
+
+def _system_prompt(params: dict[str, Any]) -> EditorPrompt | None:
+    """`systemPrompt`, which the session must not be opened without if it cannot apply it
+    (an unknown mode, no content, a block other than text)."""
+    value = params.get("systemPrompt")
+    if value is None:
+        return None
+    prompt = obj(value, "systemPrompt")
+    mode = text(prompt, "mode", "systemPrompt")
+    modes: dict[str, EditorPromptMode] = {"append": "append", "override": "override"}
+    if mode not in modes:
+        raise Invalid(f"systemPrompt.mode: {mode[:40]!r} is not supported (append, override)")
+    blocks = array(prompt, "content", "systemPrompt", required=True)
+    if not blocks:
+        raise Invalid("systemPrompt.content: is empty")
+    texts = []
+    for i, item in enumerate(blocks):
+        where = f"systemPrompt.content.{i}"
+        block = obj(item, where)
+        if block.get("type") != "text":
+            raise Invalid(f"{where}: only text blocks are supported")
+        texts.append(text(block, "text", where))
+    return EditorPrompt(modes[mode], "\n\n".join(texts))
 
 
 def _mcp_server(item: Any, where: str) -> McpServerSpec | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import paths
-from ..config import MODEL_ENV_VAR, AgentConfig, load_config
+from ..config import MODEL_ENV_VAR, NO_INSTRUCTIONS_ENV_VAR, AgentConfig, load_config
 from ..credentials import stored_keys
 from ._client import PermissionMode
 from ._output import OutputFormat
@@ -65,6 +65,8 @@ def run_options(
     config_path = os.path.abspath(named) if named else None
     config = load_config(config_path, env, stored_keys(env))
     model, agent_env, config = _resolve_model(getattr(args, "model", None), config, env, named)
+    if getattr(args, "no_project_instructions", False):
+        agent_env = {**agent_env, NO_INSTRUCTIONS_ENV_VAR: "1"}
     prompt, from_stdin = read_prompt(list(getattr(args, "prompt", None) or []), stdin)
     permissions: PermissionMode
     if getattr(args, "yes", False):

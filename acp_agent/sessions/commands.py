@@ -10,11 +10,14 @@ is a turn, in its place in the queue from the start.
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..config import AgentConfig
+from ..knowledge.prompt_files import PromptFile, expand
 from ..mcp_bridge import McpPromptInfo
 from ..messages import (
     CommandInfo,
@@ -30,10 +33,13 @@ from .channel import EditorLink
 from .choices import MODE, MODEL, Choices
 from .errors import ChoiceError
 from .live import Live, LiveSessions
+from .project import describe_context, describe_skills
 from .records import EventRecord
 from .servers import McpError, McpServers, PromptUsageError
 from .session import Session
 from .turns import TurnRunner
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,13 @@ class SlashCommands:
                 ),
                 Command("mcp", "Show the MCP servers, their state and tools", None, self._mcp),
                 Command(
+                    "context",
+                    "Show what the model is given: instructions, skills, prompt files, tokens",
+                    None,
+                    self._context,
+                ),
+                Command("skills", "List the Agent Skills the model may use", None, self._skills),
+                Command(
                     "compact",
                     "Summarise the older turns to free context (optionally: what to keep in focus)",
                     "focus (optional)",
@@ -104,7 +117,12 @@ class SlashCommands:
         }
 
     def commands(self, session_id: str) -> tuple[CommandInfo, ...]:
-        """What the user may type as `/name argument`: ours, then the MCP servers' prompts."""
+        """What the user may type as `/name argument`: ours, the prompt files', then the MCP
+        servers' prompts."""
+        files = tuple(
+            CommandInfo(f.name, f.description, f.argument_hint)
+            for f in self._prompt_files(session_id)
+        )
         prompts = tuple(
             CommandInfo(
                 info.command,
@@ -113,7 +131,17 @@ class SlashCommands:
             )
             for info in self.servers.prompts(session_id)
         )
-        return tuple(command.info for command in self._ours.values()) + prompts
+        return tuple(command.info for command in self._ours.values()) + files + prompts
+
+    def _prompt_files(self, session_id: str) -> tuple[PromptFile, ...]:
+        """The session's prompt files whose names are not ours (ours win, with a warning)."""
+        entry = self.live.get(session_id)
+        if entry is None:
+            return ()
+        found = self.runner.project.prompt_files(entry.session).commands
+        for hidden in (f for f in found if f.name in self._ours):
+            log.warning("prompt file %s: /%s is a command of ours", hidden.path, hidden.name)
+        return tuple(f for f in found if f.name not in self._ours)
 
     async def announce_commands(self, session_id: str) -> None:
         """Tell the editor the session's commands (once it knows the session, and when the
@@ -140,6 +168,17 @@ class SlashCommands:
             entry.writer.append(EventRecord(UserMessageChunk(typed, _new_id())))
             return await command.run(entry, argument, place)
         session = entry.session
+        prompt_file = next((f for f in self._prompt_files(session.id) if f.name == name), None)
+        if prompt_file is not None:
+            text = expand(prompt_file, argument)
+            return PromptOutcome(
+                await session.run_turn(
+                    lambda: self.runner.run(
+                        session, entry.writer, Message("user", [TextPart(text)])
+                    ),
+                    place,
+                )
+            )
         prompt = next((p for p in self.servers.prompts(session.id) if p.command == name), None)
         if prompt is None:
             return None
@@ -211,7 +250,31 @@ class SlashCommands:
             f"- /{c.name}{f' {c.hint}' if c.hint else ''}: {c.description}"
             for c in self.commands(entry.session.id)
         ]
+        shadowed = self.runner.project.prompt_files(entry.session).shadowed
+        lines += [
+            f"- /{f.name} from {f.path}: hidden by the project's command of that name"
+            for f in shadowed
+        ]
         return await self._reply(entry, "Commands:\n" + "\n".join(lines))
+
+    async def _context(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        session = entry.session
+        setup = await self.runner.model_setup(session)  # builds this request's system prompt
+        offered = self.runner.offered_tools(session)
+        count = session.usage.counter.count_text
+        tools_tokens = count(json.dumps([tool.spec().parameters for tool in offered.values()]))
+        report = describe_context(
+            self.runner.project.view(session),
+            system_tokens=count(setup.settings.system_prompt),
+            tools=len(offered),
+            tools_tokens=tools_tokens,
+            budget=self.config.instructions.budget,
+        )
+        return await self._reply(entry, report)
+
+    async def _skills(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        catalog = self.runner.project.skills(entry.session)
+        return await self._reply(entry, describe_skills(catalog))
 
     # --- MCP prompts ---------------------------------------------------------------------
 

@@ -21,13 +21,20 @@ import anyio
 from ..config import AgentConfig
 from ..engine import open_call_results
 from ..mcp_bridge import McpServerSpec
-from ..messages import TextPart, ToolCallStarted, ToolCallUpdated, ToolResultPart
+from ..messages import EditorPrompt, TextPart, ToolCallStarted, ToolCallUpdated, ToolResultPart
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink
 from .choices import Choices
 from .errors import SessionNotFound, UnknownSession
 from .live import Live, LiveSessions
-from .records import ChoiceRecord, EventRecord, RootsRecord, SessionHeader, utc_now
+from .records import (
+    ChoiceRecord,
+    EditorPromptRecord,
+    EventRecord,
+    RootsRecord,
+    SessionHeader,
+    utc_now,
+)
 from .restore import StoredSession, permissions_in, replay, restore, same_roots
 from .servers import McpServers
 from .session import Session
@@ -79,6 +86,8 @@ class Lifecycle:
         cwd: Path,
         additional_roots: Sequence[Path] = (),
         mcp_servers: Sequence[McpServerSpec] = (),
+        *,
+        editor_prompt: EditorPrompt | None = None,
     ) -> Session:
         where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         session = self._session(f"sess_{uuid.uuid4().hex}", where)
@@ -86,6 +95,7 @@ class Lifecycle:
         # The choices it starts with, so a later default does not change a stored session.
         entry.writer.append(ChoiceRecord(model=session.model_choice, mode=session.mode))
         entry.writer.append(_roots_record(session))
+        _keep_editor_prompt(entry, editor_prompt)
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
         await self._go_live(entry)
         return session
@@ -98,13 +108,16 @@ class Lifecycle:
         mcp_servers: Sequence[McpServerSpec] = (),
         *,
         replay_history: bool,
+        editor_prompt: EditorPrompt | None = None,
     ) -> Session:
         """The stored session, live again (`session/load`, `session/resume`); the request's
-        roots replace its roots. A session that is live already is taken as it is.
+        roots replace its roots, and its editor prompt the stored one (none given: the
+        stored one stays). A session that is live already is taken as it is.
         `replay_history`: the user is shown its whole conversation first (through the
         session's channel)."""
         where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         session = await self._open(session_id, where)
+        _keep_editor_prompt(self.get(session.id), editor_prompt)
         with self.live.using(session.id):
             await self.servers.connect(session, where.mcp_servers)
             self.live.set_servers(session.id, where.mcp_servers)
@@ -119,9 +132,12 @@ class Lifecycle:
         cwd: Path,
         additional_roots: Sequence[Path] = (),
         mcp_servers: Sequence[McpServerSpec] = (),
+        *,
+        editor_prompt: EditorPrompt | None = None,
     ) -> Session:
-        """A new session holding a copy of the stored one's conversation; the original is
-        left as it was (and may be open in another process meanwhile)."""
+        """A new session holding a copy of the stored one's conversation (and its editor
+        prompt, unless the request gives one); the original is left as it was (and may be
+        open in another process meanwhile)."""
         source = self.live.get(session_id)
         if source is not None and source.session.busy:
             # Its running turn writes on; the copy takes what is written so far.
@@ -137,6 +153,7 @@ class Lifecycle:
         entry = Live(self._session(fork_id, where, stored), fork_log, where.mcp_servers)
         _note_roots(entry, stored)
         _close_open_tool_calls(entry, records)
+        _keep_editor_prompt(entry, editor_prompt)
         await self._go_live(entry)
         return entry.session
 
@@ -312,6 +329,7 @@ class Lifecycle:
         session.history = stored.history
         session.permissions = permissions_in(stored, _root_strings(session.roots), session.id)
         session.title = stored.title
+        session.editor_prompt = stored.editor_prompt
         self.choices.restore(session, stored)
         session.summarised = stored.summarised
         if stored.usage is not None:
@@ -321,6 +339,13 @@ class Lifecycle:
                     stored.usage.used, stored.usage.cost_usd, stored.usage.estimated
                 )
                 session.usage.messages = len(stored.history)
+
+
+def _keep_editor_prompt(entry: Live, prompt: EditorPrompt | None) -> None:
+    """The request's editor prompt is the session's from now on, in the log too."""
+    if prompt is not None and prompt != entry.session.editor_prompt:
+        entry.session.editor_prompt = prompt
+        entry.writer.append(EditorPromptRecord(prompt.mode, prompt.text))
 
 
 def _note_roots(entry: Live, stored: StoredSession) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
-from ..config import AgentConfig
+from ..config import NO_INSTRUCTIONS_ENV_VAR, AgentConfig
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder
 from ..tools import Tool, builtin_tools
@@ -29,6 +29,7 @@ from .commands import PromptOutcome, SlashCommands
 from .errors import ChoiceError, UnknownSession
 from .lifecycle import CLOSE_SECONDS, INTERRUPTED_RESULT, Lifecycle
 from .live import LiveSessions
+from .project import ProjectKnowledge
 from .queue import PromptQueue
 from .servers import McpServers
 from .session import Session
@@ -66,6 +67,9 @@ class SessionManager:
             else builtin_tools(ask_user="form" in link.elicitation_modes),
             env=env,
             background=background,
+            project=ProjectKnowledge(
+                config, env, instructions_enabled=env.get(NO_INSTRUCTIONS_ENV_VAR) != "1"
+            ),
         )
         self._choices = Choices(config, runner)
         self._commands = SlashCommands(config, link, live, self._servers, self._choices, runner)

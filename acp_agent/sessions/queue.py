@@ -47,6 +47,8 @@ class PromptQueue:
         with self.live.using(session_id):
             if (stop := await self.servers.wait_connected(session, place)) is not None:
                 return PromptOutcome(stop)
+            if self.runner.project.refresh(session):  # a prompt file came, went or changed
+                await self.commands.announce(session)
             command = slash_command(message)
             if command is not None and (outcome := await self.commands.run(entry, *command, place)):
                 return outcome

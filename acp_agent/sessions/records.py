@@ -42,6 +42,7 @@ from ..messages import (
     CompactionSummaryChunk,
     DiffContent,
     DocumentPart,
+    EditorPromptMode,
     ImagePart,
     Message,
     MessageChunk,
@@ -173,6 +174,15 @@ class CompactionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EditorPromptRecord:
+    """The editor's system prompt for the session from here on (replayed on load)."""
+
+    kind: ClassVar[Literal["editor_prompt"]] = "editor_prompt"
+    mode: EditorPromptMode
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEndRecord:
     kind: ClassVar[Literal["turn_end"]] = "turn_end"
     stop_reason: str
@@ -190,6 +200,7 @@ Record: TypeAlias = (
     | UsageRecord
     | TitleRecord
     | CompactionRecord
+    | EditorPromptRecord
     | TurnEndRecord
 )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from ..messages import (
     DocumentPart,
+    EditorPrompt,
     ImagePart,
     Message,
     ResourceLinkPart,
@@ -35,6 +36,7 @@ from ..tools.permissions import PermissionMemory
 from .records import (
     ChoiceRecord,
     CompactionRecord,
+    EditorPromptRecord,
     EventRecord,
     MessageRecord,
     PermissionsRecord,
@@ -66,6 +68,7 @@ class StoredSession:
     in a log that recorded none."""
     usage: UsageRecord | None = None
     title: str | None = None
+    editor_prompt: EditorPrompt | None = None
 
 
 def restore(records: Sequence[Record]) -> StoredSession:
@@ -93,6 +96,8 @@ def restore(records: Sequence[Record]) -> StoredSession:
                 stored.usage = record
             case TitleRecord(title=title):
                 stored.title = title
+            case EditorPromptRecord(mode=mode, text=text):
+                stored.editor_prompt = EditorPrompt(mode, text)
             case CompactionRecord():
                 compaction = record
     stored.roots = roots

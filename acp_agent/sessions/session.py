@@ -15,14 +15,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..config import ThoughtLevel
-from ..messages import CommandInfo, Message, TurnStopReason
+from ..messages import CommandInfo, EditorPrompt, Message, TurnStopReason
 from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
 from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
+
+if TYPE_CHECKING:
+    from .project import ProjectView
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,10 @@ class Session:
     title: str | None = None
     commands_shown: tuple[CommandInfo, ...] | None = None
     """The slash commands the editor was last told of."""
+    editor_prompt: EditorPrompt | None = None
+    """The editor's system prompt (ACP `systemPrompt`), as last given."""
+    project: ProjectView | None = field(default=None, repr=False)
+    """What it knows of its project (`project.ProjectKnowledge`), made on first use."""
 
     tickets: PromptTickets = field(default_factory=PromptTickets, repr=False)
 

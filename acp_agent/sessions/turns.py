@@ -6,7 +6,6 @@ then the turn's end in the log, and a title after the first one.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import logging
 import uuid
@@ -35,6 +34,7 @@ from ..tools.permissions import PermissionMode, tools_for_mode
 from .channel import EditorLink, SessionChannel
 from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
 from .mentions import MentionReader, MentionsCancelled
+from .project import ProjectKnowledge
 from .recorder import TurnRecorder
 from .records import (
     PermissionsRecord,
@@ -49,11 +49,6 @@ from .store import LogWriter
 from .titles import TITLE_SECONDS, first_prompt_text, first_prompt_title, generated_title
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_SYSTEM_PROMPT = """\
-You are a coding agent working inside the user's editor. The working directory is {cwd}.
-Use the tools to look at files before you answer questions about them; refer to files by \
-absolute path. Be concise. Today is {today}."""
 
 SYNC_SECONDS = 2.0
 """Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
@@ -73,6 +68,8 @@ class TurnRunner:
     """The agent's environment: local commands start from `child_environment` of it."""
     background: TaskGroup | None
     """The connection's task group: titles are written there, beside the turns."""
+    project: ProjectKnowledge
+    """The sessions' instruction files, skills and prompt files: the system prompt."""
 
     async def run(self, session: Session, log: LogWriter, message: Message) -> TurnStopReason:
         # An unknown model or a provider that fails to load fails the prompt before it
@@ -80,6 +77,9 @@ class TurnRunner:
         await self.model_setup(session)
         await self.servers.before_turn(session.id)
         channel = self.link.channel(session.id)
+        if (notice := self.project.first_notice(session)) is not None:
+            await channel.emit(notice)
+        message = await self.project.with_requested_skills(session, message)
         recorder = TurnRecorder(log)
         remembered = session.permissions.to_json()
         host = _TurnHost(channel, recorder)
@@ -173,20 +173,30 @@ class TurnRunner:
             background=self.background,
             child_env=child_environment(self.env, self.config),
             protected_files=_own_files(self.config, self.env),
+            readable_elsewhere=tuple(
+                skill.path.parent for skill in self.project.skills(session).skills
+            ),
         )
+
+    def offered_tools(self, session: Session) -> dict[str, Tool[Any]]:
+        """The tools the model is offered in the session's mode, its MCP servers' included."""
+        return tools_for_mode(self.servers.tools(session.id, self.tools), session.mode)
 
     async def model_setup(self, session: Session) -> ModelSetup:
         """The provider and settings for the session's next model request, from its current
         choices (read anew for each request, so a switch applies mid-turn)."""
-        choice, _, model = self.config.find_model(session.model_choice)
+        choice, provider_config, model = self.config.find_model(session.model_choice)
         provider = await self.providers.get(choice.split("/", 1)[0])
         session.usage.prices = model.prices  # a switch keeps the cost so far
-        system = self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        offered = self.offered_tools(session)
+        system = self.project.system_prompt(
+            session, tuple(offered), provider_config, model, session.usage.counter.count_text
+        )
         return ModelSetup(
             provider,
             ModelSettings(
                 model=model.id,
-                system_prompt=system.format(cwd=session.cwd, today=datetime.date.today()),
+                system_prompt=system,
                 context_window=model.context_window,
                 max_output_tokens=model.max_output_tokens,
                 thought_level=self.thought_level(session),

@@ -136,6 +136,9 @@ class ToolContext:
     protected_files: tuple[Path, ...] = ()
     """The agent's own config file and its config directory (credentials): writing there
     always asks (`protected`)."""
+    readable_elsewhere: tuple[Path, ...] = ()
+    """Folders outside the roots that read-only tools read without asking: the session's
+    Agent Skills, whose `SKILL.md` (and what it points to) the model reads before using one."""
 
     def resolve(self, path: str) -> Path:
         """An absolute, normalised path; relative paths are taken from the session cwd."""
@@ -147,11 +150,21 @@ class ToolContext:
     def inside_roots(self, path: Path) -> bool:
         """True when `path` (symlinks resolved) lies under one of the session roots; a path
         that cannot be resolved (a symlink loop) counts as outside."""
-        try:
-            real = path.resolve()
-        except (OSError, RuntimeError):
-            return False
-        return any(real.is_relative_to(root.resolve()) for root in self.roots)
+        return _under(path, self.roots)
+
+    def readable_unasked(self, path: Path) -> bool:
+        """True when `path` (symlinks resolved) lies in one of `readable_elsewhere`."""
+        return _under(path, self.readable_elsewhere)
+
+
+def _under(path: Path, folders: Sequence[Path]) -> bool:
+    if not folders:
+        return False
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return any(real.is_relative_to(folder.resolve()) for folder in folders)
 
 
 @dataclass(frozen=True, slots=True)

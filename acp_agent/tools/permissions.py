@@ -144,7 +144,10 @@ def writes_protected(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> b
 
 
 def _outside_roots(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
-    return any(not ctx.inside_roots(path) for path in tool.paths(params, ctx))
+    return any(
+        not ctx.inside_roots(path) and not (tool.read_only and ctx.readable_unasked(path))
+        for path in tool.paths(params, ctx)
+    )
 
 
 # --- remembered answers --------------------------------------------------------------------

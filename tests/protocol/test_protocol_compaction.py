@@ -44,6 +44,7 @@ WINDOW = 4_000
 CONFIG = f"""
 compaction_threshold = 0.6
 compaction_keep_turns = 2
+system_prompt = "A test agent."
 
 [providers.echo]
 type = "echo"
@@ -52,7 +53,8 @@ type = "echo"
 id = "echo"
 context_window = {WINDOW}
 """
-"""The built-in tools' definitions count about 1,800 tokens of the 2,400 allowed."""
+"""The built-in tools' definitions count about 1,800 tokens of the 2,400 allowed (a short
+system prompt of the config's keeps the arithmetic about the history)."""
 
 COMPACTION_SCHEMA = json.loads(
     (Path(__file__).parent / "fixtures" / "compaction-updates.schema.json").read_text("utf-8")

@@ -206,8 +206,9 @@ async def test_initialize_advertises_load_and_exactly_the_session_methods_it_rou
         "delete": {},
         "additionalDirectories": {},
         "fork": {},
+        "systemPrompt": {"mode": {"override": {}}},  # fields of the lifecycle requests
     }
-    methods = {name for name in advertised if name != "additionalDirectories"}
+    methods = {name for name in advertised if name not in ("additionalDirectories", "systemPrompt")}
     assert {f"session/{name}" for name in methods} <= set(REQUESTS)
     lifecycle = {m.removeprefix("session/") for m in REQUESTS if m.startswith("session/")}
     assert lifecycle & {"list", "resume", "close", "delete", "fork"} == methods

@@ -41,6 +41,7 @@ from acp_agent.messages import (
 from acp_agent.sessions.records import (
     ChoiceRecord,
     CompactionRecord,
+    EditorPromptRecord,
     EventRecord,
     MessageRecord,
     PermissionsRecord,
@@ -228,6 +229,8 @@ EXTRA_RECORDS: list[Record] = [
     SessionHeader("plain", "/w", (), "2025-01-01T00:00:00.000000Z"),
     MessageRecord(Message("user", [TextPart("x" * 10_000)])),
     UsageRecord(cost_usd=3.0, used=1, estimated=True),
+    EditorPromptRecord("append", "Answer in French.\n\nKeep it short: «court»."),
+    EditorPromptRecord("override", "You are the editor's own agent."),
     RootsRecord("/w", ("/lib", "/docs")),
     RootsRecord("/other"),
     # Mentions: the link as typed, with what was read for it (or nothing: another scheme),

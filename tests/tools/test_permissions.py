@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -341,3 +342,50 @@ def test_the_params_models_used_here_are_the_tools_own() -> None:
     assert TOOLS["write_file"].params_model is WriteFileParams
     assert TOOLS["edit_file"].params_model is EditFileParams
     assert TOOLS["shell"].params_model is ShellParams
+
+
+# --- the session's skills, outside the roots ------------------------------------------------
+
+
+def skills_context(root: Path) -> tuple[ToolContext, Path]:
+    """A session whose one skill lives in the user's home, outside its roots."""
+    skill = root.parent / "home" / ".agents" / "skills" / "review"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: review\ndescription: d\n---\nbody\n")
+    (root.parent / "home" / "secret.txt").write_text("x")
+    ctx = make_context(root, FakeEditor())
+    return dataclasses.replace(ctx, readable_elsewhere=(skill,)), skill
+
+
+@pytest.mark.parametrize("mode", ["ask", "accept-edits", "read-only"])
+def test_a_skill_is_read_without_a_question_but_its_neighbours_still_ask(
+    root: Path, mode: PermissionMode
+) -> None:
+    ctx, skill = skills_context(root)
+
+    assert verdict(ctx, mode, "read_file", path=str(skill / "SKILL.md")) == "allow"
+    assert verdict(ctx, mode, "search", grep="x", path=str(skill)) == "allow"
+    assert (
+        verdict(ctx, mode, "read_file", path=str(skill.parent.parent.parent / "secret.txt"))
+        == "ask"
+    )
+
+
+def test_writing_into_a_skill_folder_still_asks(root: Path) -> None:
+    ctx, skill = skills_context(root)
+
+    assert (
+        verdict(ctx, "accept-edits", "write_file", path=str(skill / "SKILL.md"), content="")
+        == "ask"
+    )
+    assert (
+        verdict(ctx, "ask", "edit_file", path=str(skill / "SKILL.md"), old_text="b", new_text="c")
+        == "ask"
+    )
+
+
+def test_a_symlink_in_a_skill_folder_pointing_out_of_it_asks(root: Path) -> None:
+    ctx, skill = skills_context(root)
+    (skill / "escape.txt").symlink_to(skill.parent.parent.parent / "secret.txt")
+
+    assert verdict(ctx, "ask", "read_file", path=str(skill / "escape.txt")) == "ask"
