@@ -606,6 +606,21 @@ class AgentConfig(_Strict):
     max_turn_requests: StrictInt = Field(
         50, gt=0, description="Model calls allowed in one prompt turn before it stops."
     )
+    subagent_model: str | None = Field(
+        None,
+        description="'provider/model' that subagents (the `agent` tool) use unless the call "
+        "names one; unset: the model of the session that starts them.",
+    )
+    subagent_depth: StrictInt = Field(
+        1,
+        ge=0,
+        le=5,
+        description="How deep subagents may nest: 1 lets a session start subagents that "
+        "cannot start their own; 0 offers no `agent` tool.",
+    )
+    subagent_concurrency: StrictInt = Field(
+        4, ge=1, le=32, description="Subagents of one reply that run at the same time."
+    )
     compaction_threshold: StrictFloat = Field(
         0.8,
         ge=0.1,
@@ -705,6 +720,7 @@ class AgentConfig(_Strict):
         for key, choice in (
             ("default_model", self.default_model),
             ("title_model", self.title_model),
+            ("subagent_model", self.subagent_model),
         ):
             if choice is not None:
                 try:

@@ -58,6 +58,7 @@ from .tools.permissions import (
     PermissionMemory,
     PermissionMode,
     decide,
+    mode_refusal,
     tools_for_mode,
 )
 
@@ -136,6 +137,8 @@ class Turn:
     context: ToolContext
     host: TurnHost
     max_turn_requests: int = 50
+    max_concurrent_calls: int = 4
+    """Calls of a concurrent tool (subagents) in one reply that run at once."""
     meter: UsageMeter = field(default_factory=UsageMeter)
     """The session's context and cost figures, updated after every model call."""
     memory: PermissionMemory = field(default_factory=PermissionMemory)
@@ -149,7 +152,8 @@ class Turn:
     """The context window of the model last called."""
 
     async def run(self, prompt: Message, prompt_id: str | None = None) -> TurnStopReason:
-        self._keep(prompt, prompt_id)
+        # The model hears of background jobs that ended with its next request.
+        self._keep(_with_notes(prompt, self.context.state.jobs.take_ended_notes()), prompt_id)
         # What the model reads for a tool call left unanswered, by how the turn ended.
         not_run = CANCELLED_RESULT
         try:
@@ -301,10 +305,41 @@ class Turn:
     # --- tool calls ----------------------------------------------------------------------
 
     async def _run_tools(self, calls: list[ToolCallPart]) -> None:
-        for call in calls:
-            self._answered.append(await self._run_tool(call))
-        self._keep(Message("tool", list(self._answered)))
+        for batch in self._batches(calls):
+            if len(batch) == 1:
+                self._answered.append(await self._run_tool(batch[0]))
+            else:
+                self._answered.extend(await self._run_at_once(batch))
+        notes = self.context.state.jobs.take_ended_notes()
+        self._keep(_with_notes(Message("tool", list(self._answered)), notes))
         self._answered = []
+
+    async def _run_at_once(self, batch: list[ToolCallPart]) -> list[ToolResultPart]:
+        """Calls of a concurrent tool (subagents) next to each other, run at the same time
+        (up to `max_concurrent_calls`); their results keep the calls' order."""
+        results: list[ToolResultPart | None] = [None] * len(batch)
+        limit = anyio.CapacityLimiter(self.max_concurrent_calls)
+
+        async def run(index: int, call: ToolCallPart) -> None:
+            async with limit:
+                results[index] = await self._run_tool(call)
+
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(batch):
+                group.start_soon(run, index, call)
+        return [result for result in results if result is not None]
+
+    def _batches(self, calls: list[ToolCallPart]) -> list[list[ToolCallPart]]:
+        """The calls in order, those of a concurrent tool grouped with their neighbours."""
+        batches: list[list[ToolCallPart]] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            concurrent = tool is not None and tool.concurrent
+            if concurrent and batches and batches[-1][-1].name == call.name:
+                batches[-1].append(call)
+            else:
+                batches.append([call])
+        return batches
 
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
         # Looked up among all tools: one offered before a switch to read-only is refused
@@ -371,8 +406,9 @@ class Turn:
         # Decided now, after the preview: a mode switch meanwhile applies to this call.
         verdict = decide(tool, params, context, self.choices.mode, self.memory)
         if verdict == "reject":
-            if self.choices.mode == "read-only" and not tool.read_only:
-                return await self._fail(call, _read_only_refusal(tool))
+            refusal = mode_refusal(tool, params, context, self.choices.mode)
+            if refusal is not None:
+                return await self._fail(call, refusal)
             return await self._fail(call, "The user chose to always reject calls like this.")
         if verdict == "ask":
             decision = await self.host.ask_permission(
@@ -393,9 +429,10 @@ class Turn:
             self.memory.remember(decision, tool, params, context)
             if decision in ("reject_once", "reject_always"):
                 return await self._fail(call, "The user rejected this tool call.")
-            if self.choices.mode == "read-only" and not tool.read_only:
+            refusal = mode_refusal(tool, params, context, self.choices.mode)
+            if refusal is not None:
                 # Switched to read-only while the question was open: the mode wins.
-                return await self._fail(call, _read_only_refusal(tool))
+                return await self._fail(call, refusal)
         await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
         try:
             outcome = await tool.run(params, context)
@@ -445,6 +482,18 @@ class Turn:
             )
         )
         return ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+
+
+def _with_notes(message: Message, notes: list[str]) -> Message:
+    """`message` with `notes` (background jobs that ended) as text at its end: a part of
+    the prompt, or of the last tool result (a tool message holds results only)."""
+    if not notes or not message.parts:
+        return message
+    note = TextPart("\n".join(notes))
+    *parts, last = message.parts
+    if isinstance(last, ToolResultPart):
+        return Message(message.role, [*parts, replace(last, content=(*last.content, note))])
+    return Message(message.role, [*message.parts, note])
 
 
 def open_call_results(
@@ -504,10 +553,6 @@ def _unexpected_failure(tool: Tool[Any], exc: Exception) -> str:
     """What the model and the user read of an exception a tool call raised (logged)."""
     log.error("tool %s failed", tool.name, exc_info=exc)
     return f"{tool.name} failed: {type(exc).__name__}: {exc}"
-
-
-def _read_only_refusal(tool: Tool[Any]) -> str:
-    return f"Not run: {tool.name} changes things, and the session is in read-only mode."
 
 
 def _restart_notice(retry: RetryNotice, reply_id: str) -> Notice:

@@ -435,6 +435,18 @@ class Notice:
     in the thoughts: where it explains the message's text (a reply that starts over)."""
 
 
+@dataclass(frozen=True, slots=True)
+class SubagentChanged:
+    """A child session this one started (the `agent` tool): announced, with its title,
+    before anything of its own is shown, then its state as it runs and when it is done."""
+
+    session_id: str
+    title: str
+    state: Literal["running", "idle"]
+    stop_reason: str | None = None
+    """How its last turn ended (idle only); None: it failed, or is running."""
+
+
 TurnEvent: TypeAlias = (
     MessageChunk
     | ThoughtChunk
@@ -449,6 +461,7 @@ TurnEvent: TypeAlias = (
     | CompactionSummaryChunk
     | CompactionFinished
     | Notice
+    | SubagentChanged
 )
 
 # --- asking the user ---------------------------------------------------------------------

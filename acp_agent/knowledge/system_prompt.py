@@ -116,14 +116,33 @@ TOOL_GUIDANCE: Mapping[str, str] = {
         "`shell` runs a command line with `bash -c` and returns its output and exit code: "
         "use it for builds, tests, linters, git and other programs, not to read, find or "
         "change files when another tool does that. Each call starts a fresh shell (use `cwd` "
-        "rather than `cd`). Commands get no input: never start interactive programs, pass "
-        "non-interactive flags, and do not start servers or watchers that never exit. Raise "
-        "`timeout_seconds` for slow builds."
+        "rather than `cd`). Commands get no input: never start interactive programs, and pass "
+        "non-interactive flags. Start servers, watchers and other commands that run on with "
+        "`background: true`: they become jobs. Raise `timeout_seconds` for slow builds."
+    ),
+    "job_output": (
+        "`job_output` reads a background job's output since your last read and, once it has "
+        "ended, its exit status; pass `wait_seconds` to wait for more instead of calling again "
+        "at once. You are told when a job you started ends."
+    ),
+    "job_kill": (
+        "`job_kill` stops a background job and every process it started; stop the jobs you "
+        "no longer need."
     ),
     "plan": (
         "`plan` shows your to-do list in the editor. For work of three steps or more, write "
         "the plan first; send the whole list on each update, keep one step in_progress, and "
         "mark each step completed as soon as it is done. Skip it for simple tasks."
+    ),
+    "agent": (
+        "`agent` hands a self-contained task (research across many files, an independent "
+        "change, a review) to a subagent that starts fresh: put everything it needs in "
+        "`prompt`, and check what it reports. Several calls in one reply run at once."
+    ),
+    "web_fetch": (
+        "`web_fetch` reads a web page or file (http/https) as Markdown or text: documentation, "
+        "issues, API references the task needs. When a page is cut, read on with `offset`. "
+        "It runs no JavaScript and cannot log in."
     ),
     "ask_user": (
         "`ask_user` puts a question to the user as a form. Use it only when you cannot go on "

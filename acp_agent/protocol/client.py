@@ -37,6 +37,7 @@ class ClientProxy:
             self.capabilities.terminal_output_meta,
             compaction=self.capabilities.session_compaction,
             notices=self.capabilities.session_notices,
+            subagents=self.capabilities.subagents,
         )
         if update is not None:
             await self.send_plain_update(session_id, update)
@@ -130,6 +131,10 @@ class ClientProxy:
     @property
     def shows_terminal_stream(self) -> bool:
         return self.capabilities.terminal_output_meta
+
+    @property
+    def shows_subagents(self) -> bool:
+        return self.capabilities.subagents
 
 
 class SessionEditor:

@@ -40,6 +40,8 @@ class ClientCapabilities:
     """`session.compaction`: it shows `compaction_update` / `compaction_summary_chunk`."""
     session_notices: bool = False
     """`session.notices`: it shows `notice` updates (retry waits, fallbacks ...)."""
+    subagents: bool = False
+    """`subagents`: it shows child sessions (`subagent_update`, their updates by their id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,7 @@ def parse_initialize(params: Any) -> Handshake:
             elicitation_url=isinstance(elicitation.get("url"), dict),
             session_compaction=isinstance(session.get("compaction"), dict),
             session_notices=isinstance(session.get("notices"), dict),
+            subagents=isinstance(caps.get("subagents"), dict),
         ),
         client_name=name if isinstance(name, str) else None,
     )

@@ -24,6 +24,7 @@ from ..messages import (
     PlanUpdated,
     ResourceLinkPart,
     SessionInfoChanged,
+    SubagentChanged,
     TerminalContent,
     TerminalStream,
     TextPart,
@@ -45,6 +46,7 @@ def session_update(
     *,
     compaction: bool = False,
     notices: bool = False,
+    subagents: bool = False,
 ) -> JsonObject | None:
     """The update payload, or None when there is nothing this client would show.
 
@@ -52,8 +54,11 @@ def session_update(
     local command's output into a display terminal. `compaction`: the client advertised
     `session.compaction`; other clients see a finished compaction as an agent message.
     `notices`: the client advertised `session.notices`; other clients see a notice as a
-    line of its own (see `_notice_line`).
+    line of its own (see `_notice_line`). `subagents`: the client advertised `subagents`;
+    others are not told of child sessions (they see a subagent's work in its tool call).
     """
+    if isinstance(event, SubagentChanged):
+        return _subagent_update(event) if subagents else None
     if isinstance(event, Notice) and not notices:
         return _notice_line(event)
     if not compaction and isinstance(
@@ -239,6 +244,20 @@ def _update(event: TurnEvent) -> JsonObject:
                 sessionUpdate="usage_update", used=event.used, size=event.size, cost=cost
             )
     raise TypeError(f"not a turn event: {type(event).__name__}")
+
+
+def _subagent_update(event: SubagentChanged) -> JsonObject:
+    state: JsonObject = {"state": event.state}
+    if event.stop_reason is not None:
+        state["stopReason"] = event.stop_reason
+    return {
+        "sessionUpdate": "subagent_update",
+        "sessionId": event.session_id,
+        "title": event.title,
+        # `session/cancel` with the child's id stops just the child's work.
+        "capabilities": {"cancel": {}},
+        "state": state,
+    }
 
 
 def _chunk(kind: str, content: JsonObject, message_id: str | None) -> JsonObject:

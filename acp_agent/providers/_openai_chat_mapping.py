@@ -92,7 +92,7 @@ def message_params(message: Message) -> list[ChatCompletionMessageParam]:
         case "assistant":
             return [_assistant_message(message.parts)]
         case "tool":
-            return [_tool_message(part) for part in message.parts]
+            return [_tool_message(part) for part in message.parts] + _tool_images(message.parts)
         case _:
             assert_never(message.role)
 
@@ -195,14 +195,34 @@ def _tool_call(part: ToolCallPart) -> ChatCompletionMessageFunctionToolCallParam
 def _tool_message(part: Part) -> ChatCompletionToolMessageParam:
     if not isinstance(part, ToolResultPart):
         raise UnsupportedPart(f"a tool message cannot carry {type(part).__name__}")
-    # Tool messages carry text only, so an image is described rather than dropped silently.
+    # Tool messages carry text only: each image follows in a user message (`_tool_images`).
     text = "\n".join(
-        item.text if isinstance(item, TextPart) else f"[image ({item.mime_type}) not shown]"
+        item.text if isinstance(item, TextPart) else f"[image ({item.mime_type}): {_FOLLOWS}]"
         for item in part.content
     )
     if part.is_error:
         text = f"Error: {text}"
     return {"role": "tool", "tool_call_id": part.tool_call_id, "content": text or "(no output)"}
+
+
+_FOLLOWS = "in the user message after the tool results"
+
+
+def _tool_images(parts: Sequence[Part]) -> list[ChatCompletionMessageParam]:
+    """The images the tool results hold, as one user message after them (Chat Completions
+    tool messages take text only; user messages take images), each run of them labelled
+    with its call; no message when the results hold no image."""
+    content: list[ChatCompletionContentPartParam] = []
+    for part in parts:
+        if not isinstance(part, ToolResultPart):
+            continue
+        images = [item for item in part.content if isinstance(item, ImagePart)]
+        if images:
+            content.append(_text_content(TextPart(f"[tool call {part.tool_call_id} returned:]")))
+            content.extend(_image_content(image) for image in images)
+    if not content:
+        return []
+    return [{"role": "user", "content": content}]
 
 
 # --- stream -------------------------------------------------------------------------------

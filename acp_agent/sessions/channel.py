@@ -48,3 +48,8 @@ class EditorLink(Protocol):
     def shows_terminal_stream(self) -> bool:
         """The editor renders a local command's live output (Zed's terminal `_meta`)."""
         ...
+
+    @property
+    def shows_subagents(self) -> bool:
+        """The editor shows child sessions of their own (ACP `subagents`)."""
+        ...

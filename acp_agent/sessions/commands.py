@@ -100,6 +100,12 @@ class SlashCommands:
                 ),
                 Command("mcp", "Show the MCP servers, their state and tools", None, self._mcp),
                 Command(
+                    "jobs",
+                    "List the background jobs: state, age, output size and command",
+                    None,
+                    self._jobs,
+                ),
+                Command(
                     "context",
                     "Show what the model is given: instructions, skills, prompt files, tokens",
                     None,
@@ -234,6 +240,9 @@ class SlashCommands:
 
     async def _mcp(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
         return await self._reply(entry, self.servers.describe(entry.session.id))
+
+    async def _jobs(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        return await self._reply(entry, entry.session.tool_state.jobs.describe())
 
     async def _compact(self, entry: Live, focus: str, place: int | None) -> PromptOutcome:
         """`/compact [focus]`, in the session's queue: the older turns summarised now."""

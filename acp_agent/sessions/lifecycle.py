@@ -194,6 +194,9 @@ class Lifecycle:
             await entry.session.wait_idle()  # the cancelled turn writes its end to the log
             await entry.session.end_aside()
         await self._release(entry)
+        for child_id in entry.session.children:  # its subagents end with it
+            if self.live.get(child_id) is not None or self.live.parked(child_id) is not None:
+                await self.close(child_id)
 
     async def delete(self, session_id: str) -> None:
         """Close the session and remove it from the store; an unknown id is no error (the
@@ -206,6 +209,9 @@ class Lifecycle:
             log.info("delete of unknown session %s: nothing to do", session_id)
 
     async def aclose(self) -> None:
+        async with anyio.create_task_group() as group:  # every session's jobs killed at once
+            for entry in self.live:
+                group.start_soon(entry.session.tool_state.jobs.close)
         for entry in self.live:
             entry.close()
         await self.servers.aclose()
@@ -302,6 +308,7 @@ class Lifecycle:
                 parked.closed.set()
 
     async def _release(self, entry: Live) -> None:
+        await entry.session.tool_state.jobs.close()  # no background job outlives its session
         entry.close()
         await self.servers.close(entry.session.id)
 

@@ -34,6 +34,7 @@ from .queue import PromptQueue
 from .servers import McpServers
 from .session import Session
 from .store import SessionStore
+from .subagents import Subagents
 from .turns import TurnRunner
 
 
@@ -56,6 +57,7 @@ class SessionManager:
         self._providers = providers
         live = LiveSessions(config.max_live_sessions)
         self._servers = McpServers(config, link, env, background, self.announce_commands)
+        subagents = Subagents(config, link)
         runner = TurnRunner(
             config,
             link,
@@ -70,6 +72,7 @@ class SessionManager:
             project=ProjectKnowledge(
                 config, env, instructions_enabled=env.get(NO_INSTRUCTIONS_ENV_VAR) != "1"
             ),
+            subagents=subagents,
         )
         self._choices = Choices(config, runner)
         self._commands = SlashCommands(config, link, live, self._servers, self._choices, runner)
@@ -83,6 +86,7 @@ class SessionManager:
             self._commands.announce,
             encoder=encoder,
         )
+        subagents.attach(self._lifecycle)
         self._queue = PromptQueue(live, self._lifecycle, self._servers, self._commands, runner)
         # The methods that are one part's, as they are.
         self.new = self._lifecycle.new

@@ -15,6 +15,7 @@ from ..messages import (
     Message,
     MessageChunk,
     PlanUpdated,
+    SubagentChanged,
     ThoughtChunk,
     ToolCallStarted,
     ToolCallUpdated,
@@ -71,7 +72,8 @@ def _as_shown_later(event: TurnEvent) -> TurnEvent | None:
     """The event as a loaded session shows it again; None for what only matters live
     (usage figures, notices, a command's live output)."""
     match event:
-        case ToolCallStarted() | PlanUpdated():
+        case ToolCallStarted() | PlanUpdated() | SubagentChanged():
+            # A subagent's link: a loaded parent announces its children again.
             return event
         case ToolCallUpdated(terminal=None):
             return event

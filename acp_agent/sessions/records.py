@@ -50,6 +50,7 @@ from ..messages import (
     PlanUpdated,
     ResourceLinkPart,
     SessionInfoChanged,
+    SubagentChanged,
     TerminalContent,
     TextPart,
     ThinkingPart,
@@ -235,6 +236,7 @@ EVENTS: Final[Mapping[type[Any], str]] = {
     CompactionSummaryChunk: "compaction_summary_chunk",
     CompactionFinished: "compaction_finished",
     Notice: "notice",  # live only: the recorder keeps none, but it encodes like every event
+    SubagentChanged: "subagent_changed",
 }
 _RECORD_TYPES: Final[dict[str, type[Record]]] = {cls.kind: cls for cls in get_args(Record)}
 

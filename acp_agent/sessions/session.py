@@ -74,6 +74,14 @@ class Session:
     """The editor's system prompt (ACP `systemPrompt`), as last given."""
     project: ProjectView | None = field(default=None, repr=False)
     """What it knows of its project (`project.ProjectKnowledge`), made on first use."""
+    parent_id: str | None = None
+    """A subagent's: the session that started it (its MCP servers are the parent's)."""
+    depth: int = 0
+    """0 for a session the editor opened; a subagent's is its parent's plus one."""
+    allowed_tools: frozenset[str] | None = None
+    """A subagent's tools, when its parent named them; None: the parent's."""
+    children: list[str] = field(default_factory=list, repr=False)
+    """The subagents it started in this process: closing it ends them."""
 
     tickets: PromptTickets = field(default_factory=PromptTickets, repr=False)
 
@@ -84,6 +92,11 @@ class Session:
     @property
     def additional_roots(self) -> tuple[Path, ...]:
         return self.roots[1:]
+
+    @property
+    def servers_of(self) -> str:
+        """The session whose MCP servers this one uses: a subagent uses its parent's."""
+        return self.parent_id or self.id
 
     def take_place(self) -> int:
         """A prompt's place in the queue, taken as soon as its frame is read."""
@@ -121,9 +134,14 @@ class Session:
 
     @property
     def idle(self) -> bool:
-        """No turn runs or waits (so no permission question is pending either), and no
-        work runs beside the turns."""
-        return self._running is None and not self._turn_lock.locked() and not self._aside
+        """No turn runs or waits (so no permission question is pending either), no work
+        runs beside the turns, and no background job runs (it would die if let go)."""
+        return (
+            self._running is None
+            and not self._turn_lock.locked()
+            and not self._aside
+            and not self.tool_state.jobs.running
+        )
 
     async def run_aside(self, work: Callable[[], Awaitable[None]]) -> None:
         """Run `work` beside the turns (a title being written), until `end_aside`. Its

@@ -9,10 +9,10 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -48,6 +48,9 @@ from .session import Session
 from .store import LogWriter
 from .titles import TITLE_SECONDS, first_prompt_text, first_prompt_title, generated_title
 
+if TYPE_CHECKING:
+    from .subagents import Delegate, Subagents
+
 logger = logging.getLogger(__name__)
 
 SYNC_SECONDS = 2.0
@@ -70,13 +73,23 @@ class TurnRunner:
     """The connection's task group: titles are written there, beside the turns."""
     project: ProjectKnowledge
     """The sessions' instruction files, skills and prompt files: the system prompt."""
+    subagents: Subagents | None = None
+    """Starts the `agent` tool's child sessions; None: no subagents."""
 
-    async def run(self, session: Session, log: LogWriter, message: Message) -> TurnStopReason:
+    async def run(
+        self,
+        session: Session,
+        log: LogWriter,
+        message: Message,
+        channel: SessionChannel | None = None,
+    ) -> TurnStopReason:
+        """One turn; `channel`: where its events go, when not to the session's own (a
+        subagent shown inside its parent's tool call)."""
         # An unknown model or a provider that fails to load fails the prompt before it
         # joins the history.
         await self.model_setup(session)
-        await self.servers.before_turn(session.id)
-        channel = self.link.channel(session.id)
+        await self.servers.before_turn(session.servers_of)
+        channel = channel or self.link.channel(session.id)
         if (notice := self.project.first_notice(session)) is not None:
             await channel.emit(notice)
         message = await self.project.with_requested_skills(session, message)
@@ -90,7 +103,8 @@ class TurnRunner:
         turn = Turn(
             choices=_LiveChoices(self, session),
             history=session.history,
-            tools=self.servers.tools(session.id, self.tools),
+            tools=self.session_tools(session),
+            max_concurrent_calls=self.config.subagent_concurrency,
             context=context,
             host=host,
             max_turn_requests=self.config.max_turn_requests,
@@ -173,6 +187,7 @@ class TurnRunner:
             background=self.background,
             child_env=child_environment(self.env, self.config),
             protected_files=_own_files(self.config, self.env),
+            delegate=self._delegate(session),
             readable_elsewhere=tuple(
                 skill.path.parent for skill in self.project.skills(session).skills
             ),
@@ -180,7 +195,29 @@ class TurnRunner:
 
     def offered_tools(self, session: Session) -> dict[str, Tool[Any]]:
         """The tools the model is offered in the session's mode, its MCP servers' included."""
-        return tools_for_mode(self.servers.tools(session.id, self.tools), session.mode)
+        return tools_for_mode(self.session_tools(session), session.mode)
+
+    def session_tools(self, session: Session) -> Mapping[str, Tool[Any]]:
+        """Every tool of the session, whatever its mode: the built-in ones and its MCP
+        servers' (read anew at every use); a subagent gets those its parent named, and
+        `agent` only below the configured depth."""
+        tools = self.servers.tools(session.servers_of, self.tools)
+        may_delegate = self._may_delegate(session)
+        allowed = session.allowed_tools
+        if may_delegate and allowed is None:
+            return tools
+        return _ToolsView(
+            tools,
+            lambda name: (may_delegate or name != "agent") and (allowed is None or name in allowed),
+        )
+
+    def _may_delegate(self, session: Session) -> bool:
+        return self.subagents is not None and session.depth < self.config.subagent_depth
+
+    def _delegate(self, session: Session) -> Delegate | None:
+        if self.subagents is None or not self._may_delegate(session):
+            return None
+        return self.subagents.delegate(self, session)
 
     async def model_setup(self, session: Session) -> ModelSetup:
         """The provider and settings for the session's next model request, from its current
@@ -214,7 +251,7 @@ class TurnRunner:
         """The older turns summarised now (`/compact [focus]`); False when there was nothing
         to summarise."""
         setup = await self.model_setup(session)
-        offered = tools_for_mode(self.servers.tools(session.id, self.tools), session.mode)
+        offered = self.offered_tools(session)
         compactor = self._compactor(session, log, self.link.channel(session.id).emit)
         try:
             outcome = await compactor.on_demand(
@@ -230,6 +267,25 @@ class TurnRunner:
             self.config.compaction_threshold, self.config.compaction_keep_turns
         )
         return Compactor(session, log, policy, emit)
+
+
+@dataclass(frozen=True)
+class _ToolsView(Mapping[str, Tool[Any]]):
+    """A session's tools as the mapping under it has them now, less those it may not use."""
+
+    tools: Mapping[str, Tool[Any]]
+    allowed: Callable[[str], bool]
+
+    def __getitem__(self, name: str) -> Tool[Any]:
+        if not self.allowed(name):
+            raise KeyError(name)
+        return self.tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self.tools if self.allowed(name))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 from typing import Any
 
+from .agent import AgentTool
 from .ask_user import AskUser
 from .base import (
     DEFAULT_SHELL_TIMEOUT,
+    Delegation,
     Editor,
     SessionToolState,
     TerminalExit,
@@ -17,6 +19,7 @@ from .base import (
     TurnCancelled,
 )
 from .edit_file import EditFile
+from .jobs import JobKill, JobOutput
 from .local import LocalEditor
 from .permissions import (
     DEFAULT_MODE,
@@ -35,13 +38,25 @@ from .plan import Plan
 from .read_file import ReadFile
 from .search import Search
 from .shell import Shell
+from .web_fetch import WebFetch
 from .write_file import WriteFile
 
 
 def builtin_tools(*, ask_user: bool = False) -> dict[str, Tool[Any]]:
     """Every built-in tool by name, in the order the model sees them. `ask_user`: the editor
     can put a form to the user (form elicitation), so the model may ask it questions."""
-    tools: list[Tool[Any]] = [ReadFile(), Search(), EditFile(), WriteFile(), Shell(), Plan()]
+    tools: list[Tool[Any]] = [
+        ReadFile(),
+        Search(),
+        EditFile(),
+        WriteFile(),
+        Shell(),
+        JobOutput(),
+        JobKill(),
+        Plan(),
+        AgentTool(),
+        WebFetch(),
+    ]
     if ask_user:
         tools.append(AskUser())
     return {tool.name: tool for tool in tools}
@@ -52,6 +67,7 @@ __all__ = [
     "DEFAULT_SHELL_TIMEOUT",
     "MODES",
     "Decision",
+    "Delegation",
     "Editor",
     "LocalEditor",
     "ModeInfo",

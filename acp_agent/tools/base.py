@@ -29,6 +29,7 @@ from ..messages import (
     ToolSpec,
     TurnEvent,
 )
+from ._job_table import JobTable
 
 
 class ToolFailed(Exception):
@@ -98,6 +99,11 @@ class SessionToolState:
     """What tools remember across the turns of one session."""
 
     plan: list[PlanEntry] = field(default_factory=list)
+    jobs: JobTable = field(default_factory=JobTable)
+    """Background commands (`shell` with `background`); killed when the session ends."""
+    local_hosts: dict[str, str] = field(default_factory=dict)
+    """Host names web_fetch found resolving to this machine or a private network, with why:
+    the permission policy asks before each fetch from them from then on."""
 
 
 async def _discard(event: TurnEvent) -> None:
@@ -136,6 +142,9 @@ class ToolContext:
     protected_files: tuple[Path, ...] = ()
     """The agent's own config file and its config directory (credentials): writing there
     always asks (`protected`)."""
+    delegate: Callable[[Delegation, ToolContext], Awaitable[ToolOutcome]] | None = None
+    """Runs a task in a subagent: a child session of this one (the sessions room provides
+    it); None where delegating is not allowed (a subagent itself, by default)."""
     readable_elsewhere: tuple[Path, ...] = ()
     """Folders outside the roots that read-only tools read without asking: the session's
     Agent Skills, whose `SKILL.md` (and what it points to) the model reads before using one."""
@@ -165,6 +174,28 @@ def _under(path: Path, folders: Sequence[Path]) -> bool:
     except (OSError, RuntimeError):
         return False
     return any(real.is_relative_to(folder.resolve()) for folder in folders)
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """The host a call sends a request to, as the permission policy judges it."""
+
+    host: str
+    local: str | None = None
+    """Why the host is this machine, a private network or a metadata service, in words
+    ("a loopback address (this machine)"); None: a public host."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delegation:
+    """A task for a subagent, as the `agent` tool was asked."""
+
+    prompt: str
+    description: str
+    model: str | None = None
+    """'provider/model'; None: the configured subagent model, else the parent's."""
+    tools: tuple[str, ...] | None = None
+    """A subset of the parent's tools by name; None: all of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +265,8 @@ class _ToolAttributes:
     always_asks: bool = False
     """Ask before every call in every mode but `bypass`, and never offer "always" (an MCP
     tool that declares itself destructive)."""
+    concurrent: bool = False
+    """Calls of it in one reply run at the same time (subagents), up to the turn's limit."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +302,10 @@ class Tool(_ToolAttributes, Generic[P]):
 
     def command(self, params: P) -> str | None:
         """The shell command the call runs, for the permission policy's memory."""
+        return None
+
+    def destination(self, params: P, ctx: ToolContext) -> Destination | None:
+        """The host the call sends a request to (web_fetch), for the permission policy."""
         return None
 
     async def preview(self, params: P, ctx: ToolContext) -> tuple[ToolContent, ...]:
@@ -326,6 +363,7 @@ def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
 
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT",
+    "Destination",
     "Editor",
     "OneFile",
     "SessionToolState",

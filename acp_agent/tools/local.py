@@ -207,20 +207,7 @@ async def run_local_command(
     cancellation propagates. Processes the command leaves behind are ended once it exits.
     """
     capture = OutputCapture(head_bytes, tail_bytes)
-    await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the start: start nothing
-    try:
-        opening = anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env={**(child_environment(os.environ) if base_env is None else base_env), **env},
-            start_new_session=True,
-        )
-        process = await _started(opening)
-    except OSError as exc:
-        raise ToolFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    process = await open_command(argv, cwd=cwd, env=env, base_env=base_env)
     timed_out = False
     try:
         async with anyio.create_task_group() as group:
@@ -254,6 +241,32 @@ async def run_local_command(
         total_bytes=capture.total,
         omitted_bytes=capture.omitted,
     )
+
+
+async def open_command(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    base_env: Mapping[str, str] | None = None,
+) -> anyio.abc.Process:
+    """Start `argv` in its own session (so its own process group), stdin empty, stdout and
+    stderr merged into one pipe, its environment `env` over `base_env` (None: ours,
+    cleaned); `ToolFailed` when it cannot start. The caller ends the group."""
+    await anyio.lowlevel.checkpoint_if_cancelled()  # cancelled before the start: start nothing
+    try:
+        opening = anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env={**(child_environment(os.environ) if base_env is None else base_env), **env},
+            start_new_session=True,
+        )
+        return await _started(opening)
+    except OSError as exc:
+        raise ToolFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
 
 
 async def _started(opening: Awaitable[anyio.abc.Process]) -> anyio.abc.Process:
@@ -332,6 +345,7 @@ __all__ = [
     "CommandResult",
     "LocalEditor",
     "OutputCapture",
+    "open_command",
     "run_local_command",
     "signal_group",
     "terminate_group",

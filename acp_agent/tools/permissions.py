@@ -26,6 +26,11 @@ A tool that `always_asks` (an MCP tool that declares itself destructive), and a 
 protected path (`protected`: `.git/`, `.agents/`, `.claude/`, `AGENTS.md`, `CLAUDE.md`, the
 agent's own config and credentials), ask before every call in every mode but `bypass`, and
 no "always" answer is offered or applies to them.
+
+A call that sends a request to a host (`Tool.destination`: web_fetch) asks in every mode but
+`bypass`, read-only included: it sends data out. "Always" covers the host. A host that is
+this machine, a private network or a metadata service asks every time, with no "always",
+and is refused in `read-only`.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard, get_args
 
 from ..messages import Location, ToolContent, ToolKind
 from ._shell_scope import command_scopes, describe_scopes
-from .base import Tool, ToolContext, ToolParams
+from .base import Destination, Tool, ToolContext, ToolParams
 from .protected import protected_reason
 
 Decision: TypeAlias = Literal[
@@ -112,6 +117,8 @@ def policy_asks(
         return False
     if tool.always_asks or writes_protected(tool, params, ctx):
         return True
+    if tool.destination(params, ctx) is not None:
+        return True  # the request carries data out, whatever the tool only reads
     if _outside_roots(tool, params, ctx):
         return True
     if tool.read_only:
@@ -127,13 +134,35 @@ def decide(
     memory: PermissionMemory,
 ) -> Verdict:
     """Run the call, ask the user first, or refuse it without asking."""
-    if mode == "read-only" and not tool.read_only:
-        return "reject"  # not offered in this mode; a call anyway is refused
+    if mode_refusal(tool, params, ctx, mode) is not None:
+        return "reject"  # not offered in this mode (or not to that host); a call anyway is refused
     if memory.rejects(tool, params, ctx):
         return "reject"
     if not policy_asks(tool, params, ctx, mode) or memory.allows(tool, params, ctx):
         return "allow"
     return "ask"
+
+
+def mode_refusal(
+    tool: Tool[Any], params: ToolParams, ctx: ToolContext, mode: PermissionMode
+) -> str | None:
+    """Why `mode` refuses this call without asking, for the model; None when it does not."""
+    if mode != "read-only":
+        return None
+    if not tool.read_only:
+        return f"Not run: {tool.name} changes things, and the session is in read-only mode."
+    local = _local_destination(tool, params, ctx)
+    if local is not None:
+        return (
+            f"Not run: {local.host} is {local.local}, and the session is in read-only mode, "
+            "where nothing is fetched from this machine or a private network."
+        )
+    return None
+
+
+def _local_destination(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> Destination | None:
+    destination = tool.destination(params, ctx)
+    return destination if destination is not None and destination.local is not None else None
 
 
 def writes_protected(tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> bool:
@@ -165,15 +194,18 @@ class PermissionMemory:
 
     def scopes_for(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
         """What an "always" answer to this call covers; () when it cannot be remembered
-        (a tool that `always_asks` or a write to a protected path: no "always" is offered,
-        and none applies)."""
-        if writes_protected(tool, params, ctx):
+        (a tool that `always_asks`, a write to a protected path, a request to this machine
+        or a private network: no "always" is offered, and none applies)."""
+        if writes_protected(tool, params, ctx) or _local_destination(tool, params, ctx):
             return ()
         return self._scopes(tool, params, ctx)
 
     def _scopes(self, tool: Tool[Any], params: ToolParams, ctx: ToolContext) -> tuple[str, ...]:
         if tool.always_asks:
             return ()
+        destination = tool.destination(params, ctx)
+        if destination is not None:
+            return (f"tool:{tool.name}:{destination.host}",)
         command = tool.command(params)
         if command is not None:
             return command_scopes(command, ctx, _command_cwd(params))
@@ -220,6 +252,8 @@ class PermissionMemory:
             return None
         if tool.command(params) is not None:
             return describe_scopes(scopes)
+        if (destination := tool.destination(params, ctx)) is not None:
+            return f"{tool.name} from {destination.host}"
         return ", ".join(_describe_tool_scope(scope) for scope in scopes)
 
     def to_json(self) -> dict[str, list[str]]:
@@ -264,6 +298,7 @@ __all__ = [
     "Verdict",
     "decide",
     "is_mode",
+    "mode_refusal",
     "policy_asks",
     "tools_for_mode",
     "writes_protected",

@@ -1,13 +1,16 @@
-"""read_file: the editor's view of a file (unsaved buffers included), a page at a time."""
+"""read_file: the editor's view of a file (unsaved buffers included), a page at a time; an
+image (PNG, JPEG, GIF, WebP by its bytes) as the image itself (see `_images`)."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from pydantic import Field
 
-from ..messages import Location, TextPart
+from ..messages import ImagePart, Location, TextPart
 from ._files import read_page
+from ._images import DiskImage, read_image
 from ._text import display_path, fenced, split_lines
 from .base import Tool, ToolContext, ToolOutcome, ToolParams
 
@@ -29,7 +32,8 @@ class ReadFile(Tool[ReadFileParams]):
     description = (
         "Read a text file as the editor has it (including unsaved changes). Lines come "
         f"numbered. Reads at most {MAX_LINES} lines or {MAX_CHARS} characters per call; "
-        "use `line` and `limit` to page through longer files."
+        "use `line` and `limit` to page through longer files. An image (PNG, JPEG, GIF, "
+        "WebP) comes as the image itself, scaled down when large."
     )
     params_model = ReadFileParams
 
@@ -49,6 +53,11 @@ class ReadFile(Tool[ReadFileParams]):
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolOutcome:
         path = ctx.resolve(params.path)
+        # The disk decides what is an image (the editor's fs serves text only); a file the
+        # disk does not have, or holds as text, is read through the editor as before.
+        image = await read_image(path)
+        if image is not None:
+            return _image_outcome(path, image)
         first = params.line or 1
         wanted = min(params.limit or MAX_LINES, MAX_LINES)
         # One line more than we show tells whether the file goes on.
@@ -82,6 +91,30 @@ class ReadFile(Tool[ReadFileParams]):
                 "continues": shown < len(lines) or more_lines,
             },
         )
+
+
+def _image_outcome(path: Path, image: DiskImage) -> ToolOutcome:
+    """The image for the model, after a line saying what it is and what was done to it; a
+    model that reads no images gets a note in its place when the request is made."""
+    text = f"Image {path}: {image.summary()}"
+    return ToolOutcome(
+        model_text=text,
+        model_parts=(
+            TextPart(text),
+            ImagePart(base64.b64encode(image.data).decode("ascii"), image.mime_type),
+        ),
+        display=(TextPart(text),),
+        locations=(Location(str(path)),),
+        title=f"Read {path}",
+        raw_output={
+            "path": str(path),
+            "mime_type": image.mime_type,
+            "width": image.size.width,
+            "height": image.size.height,
+            "bytes": len(image.data),
+            "scaled": image.scaled,
+        },
+    )
 
 
 def _display(lines: list[str], first: int, path: Path, ctx: ToolContext) -> str:

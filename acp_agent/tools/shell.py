@@ -19,6 +19,10 @@ Live output:
 Whatever happens (exit, timeout, error, cancellation) an editor terminal is released, and a
 cancelled or timed-out command is killed first. A non-zero exit is a normal result for the
 model; the user sees the call end `failed`, with the exit code.
+
+With `background: true` the command starts where it would otherwise run, after the same
+permission decision, and the call returns its job id at once; `jobs.py` watches it from
+then on (its editor terminal is released only when it ends).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from .base import (
     ToolOutcome,
     ToolParams,
 )
+from .jobs import job_group, start_local_job, start_terminal_job, started_outcome
 from .local import run_local_command
 
 log = logging.getLogger(__name__)
@@ -95,6 +100,12 @@ class ShellParams(ToolParams):
         description="Directory to run in, inside the workspace: absolute, or relative to the "
         "working directory (the default).",
     )
+    background: bool = Field(
+        False,
+        description="Start the command as a background job and return its job_id at once "
+        "(servers, watchers, long builds); it keeps running after this turn, with no time "
+        "limit unless timeout_seconds is given. Read it with job_output, stop it with job_kill.",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +124,7 @@ class Shell(Tool[ShellParams]):
     """Run a shell command in the workspace and return its output (stdout and stderr together) and
     exit status. Use it for builds, tests, git and other programs; prefer read_file, search and
     edit_file for reading, finding and changing files. Each call starts a fresh shell: `cd` and
-    variables do not carry over."""
+    variables do not carry over. With background, the command runs on as a job."""
 
     name = "shell"
     kind = "execute"
@@ -132,10 +143,14 @@ class Shell(Tool[ShellParams]):
 
     async def preview(self, params: ShellParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         where = "" if params.cwd is None else f"in {ctx.resolve(params.cwd)}\n"
+        if params.background:
+            where = "in the background (until it ends or is stopped), " + where
         return (TextPart(where + fenced(params.command, "sh")),)
 
     async def run(self, params: ShellParams, ctx: ToolContext) -> ToolOutcome:
         cwd = _working_directory(params, ctx)
+        if params.background:
+            return await _start_job(params, cwd, ctx)
         timeout = params.timeout_seconds or ctx.shell_timeout
         if ctx.editor.can_run_terminals:
             finished = await _run_in_editor(params.command, cwd, timeout, ctx)
@@ -199,6 +214,19 @@ def _working_directory(params: ShellParams, ctx: ToolContext) -> Path:
     if not cwd.is_dir():
         raise ToolFailed(f"cwd {cwd} is not a directory.")
     return cwd
+
+
+async def _start_job(params: ShellParams, cwd: Path, ctx: ToolContext) -> ToolOutcome:
+    """Start the command as a background job (`jobs.py`), where a foreground one would run."""
+    background = job_group(ctx)
+    limit = params.timeout_seconds
+    if ctx.editor.can_run_terminals:
+        terminal_id = await _create_terminal(ctx.editor, params.command, cwd, background)
+        job = start_terminal_job(ctx, params.command, terminal_id, cwd, limit)
+        return started_outcome(job, TerminalContent(terminal_id))
+    argv = ["bash", "-c", params.command]
+    job = await start_local_job(ctx, params.command, argv, cwd, COMMAND_ENV, limit)
+    return started_outcome(job, None)
 
 
 # --- editor terminal -----------------------------------------------------------------------

@@ -253,7 +253,10 @@ def tool_results(body: dict[str, Any]) -> dict[str, str]:
         for call in message.get("tool_calls") or []
     }
     results: dict[str, str] = {}
-    for message in reversed(body["messages"]):
+    messages = body["messages"]
+    if len(messages) > 1 and messages[-2]["role"] == "tool" and messages[-1]["role"] == "user":
+        messages = messages[:-1]  # the images of the tool results (tool messages take text)
+    for message in reversed(messages):
         if message["role"] != "tool":
             break
         results[names[message["tool_call_id"]]] = message_text(message)
@@ -602,7 +605,12 @@ async def test_results_reach_the_model_and_the_editor_and_is_error_fails_the_cal
     assert results["mcp__box__echo"] == "plain"
     mixed = results["mcp__box__mixed"]
     assert "some text" in mixed
-    assert "[image (image/png) not shown]" in mixed  # Chat Completions tool messages: text only
+    # Chat Completions tool messages take text only: the image follows in a user message.
+    assert "[image (image/png): in the user message after the tool results]" in mixed
+    images = fake_llm.requests[-1]["messages"][-1]
+    assert images["role"] == "user"
+    [url] = [item["image_url"]["url"] for item in images["content"] if "image_url" in item]
+    assert url.startswith("data:image/png;base64,")
     assert "[resource file:///notes.txt]\nnote body" in mixed
     assert "[resource file:///data.bin (application/octet-stream), 5 bytes]" in mixed
     assert "[resource link big.log file:///big.log (text/plain): the full log]" in mixed

@@ -408,7 +408,7 @@ class Session:
 
     def requests(self) -> list[dict[str, Any]]:
         """The fake LLM's requests made for this session (told apart by the cwd)."""
-        marker = f"The working directory is {self.cwd}."
+        marker = f"- Working directory: {self.cwd}\n"  # the system prompt's environment
         return [r for r in self.agent.llm.requests if marker in r["messages"][0]["content"]]
 
     def tool_results(self) -> list[str]:
@@ -884,7 +884,7 @@ async def test_read_only_mode_offers_no_write_edit_or_shell_tool_and_runs_none(
 
     assert stop == "end_turn"
     offered = {t["function"]["name"] for t in session.requests()[0]["tools"]}
-    assert offered == {"read_file", "search", "plan"}
+    assert offered == {"read_file", "search", "job_output", "plan", "agent", "web_fetch"}
     assert session.log.permissions == []
     assert [m for m in session.log.methods() if m != "fs/read_text_file"] == []
     assert (session.cwd / "hello.txt").read_text(encoding="utf-8") == HELLO_TEXT

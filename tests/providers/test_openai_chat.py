@@ -363,7 +363,15 @@ async def test_request_body_maps_every_role_and_part() -> None:
         {
             "role": "tool",
             "tool_call_id": "call_1",
-            "content": "hello\n[image (image/gif) not shown]",
+            "content": "hello\n[image (image/gif): in the user message after the tool results]",
+        },
+        {
+            # Tool messages take text only: the tool's image follows in a user message.
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[tool call call_1 returned:]"},
+                {"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lGOD"}},
+            ],
         },
         {"role": "user", "content": "thanks"},
     ]

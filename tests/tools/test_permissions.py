@@ -60,7 +60,15 @@ def test_every_mode_is_listed_with_a_name_and_description() -> None:
 
 
 def test_read_only_mode_offers_no_tool_with_side_effects() -> None:
-    assert list(tools_for_mode(TOOLS, "read-only")) == ["read_file", "search", "plan"]
+    # A subagent of a read-only session is read-only too: it may be offered.
+    assert list(tools_for_mode(TOOLS, "read-only")) == [
+        "read_file",
+        "search",
+        "job_output",
+        "plan",
+        "agent",
+        "web_fetch",  # offered, though it asks before each host (and refuses private ones)
+    ]
     for mode in ("ask", "accept-edits", "bypass"):
         assert list(tools_for_mode(TOOLS, mode)) == list(TOOLS)
 

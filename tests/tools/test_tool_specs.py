@@ -17,7 +17,11 @@ def test_the_builtin_tools_and_how_they_are_shown() -> None:
         "edit_file": ("edit", False),
         "write_file": ("edit", False),
         "shell": ("execute", False),
+        "job_output": ("read", True),
+        "job_kill": ("execute", False),
         "plan": ("think", True),
+        "web_fetch": ("fetch", True),
+        "agent": ("think", True),
     }
 
 
