@@ -149,3 +149,26 @@ def test_acpx_quiet_format_prints_the_final_text(
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == fake_reply("quiet please")
+
+
+def test_acpx_sees_two_subagents_work_in_the_parents_tool_calls(
+    fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
+) -> None:
+    """acpx advertises no `subagents`: each child's work shows in its `agent` tool call,
+    and nothing arrives under another session id."""
+    calls = "".join(
+        f"[[tool agent {json.dumps({'description': name, 'prompt': task})}]]"
+        for name, task in (("first", "count one two"), ("second", "count three four"))
+    )
+    messages = frames(run_acpx(agent_env, workspace, calls))
+
+    session_ids = {
+        m["params"]["sessionId"] for m in messages if m.get("method") == "session/update"
+    }
+    assert len(session_ids) == 1
+    started = updates(messages, "tool_call")
+    assert [u["title"] for u in started] == ["Subagent: first", "Subagent: second"]
+    finished = [u for u in updates(messages, "tool_call_update") if u.get("status") == "completed"]
+    shown = json.dumps(finished)
+    assert fake_reply("count one two") in shown and fake_reply("count three four") in shown
+    assert answer_to(messages, "session/prompt")["result"]["stopReason"] == "end_turn"

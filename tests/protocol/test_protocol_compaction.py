@@ -40,7 +40,7 @@ pytestmark = pytest.mark.anyio
 
 Connection = Callable[..., Any]
 
-WINDOW = 4_000
+WINDOW = 10_000
 CONFIG = f"""
 compaction_threshold = 0.6
 compaction_keep_turns = 2
@@ -53,8 +53,9 @@ type = "echo"
 id = "echo"
 context_window = {WINDOW}
 """
-"""The built-in tools' definitions count about 1,800 tokens of the 2,400 allowed (a short
-system prompt of the config's keeps the arithmetic about the history)."""
+"""The built-in tools' definitions count about 2,900 tokens of the 6,000 allowed, so the
+history decides (a short system prompt of the config's keeps it that way); a new tool that
+pushes them past the threshold shows here as an early compaction."""
 
 COMPACTION_SCHEMA = json.loads(
     (Path(__file__).parent / "fixtures" / "compaction-updates.schema.json").read_text("utf-8")
@@ -70,8 +71,9 @@ PLAIN_CLIENT: dict[str, Any] = {
     "clientCapabilities": {"session": {}},
     "clientInfo": {"name": "plain-test", "version": "1"},
 }
-BIG_PROMPT = " ".join(["x"] * 5_000)
-"""About 2,500 tokens: with the history, past the threshold."""
+BIG_PROMPT = " ".join(["x"] * 13_000)
+"""About 6,500 tokens: past the threshold by itself (the echo provider reports no tokens
+for the tools), yet the compacted request, tools included, fits the window."""
 ECHOED_SUMMARY = "Echo: " + SUMMARY_INSTRUCTION
 
 
