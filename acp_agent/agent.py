@@ -24,7 +24,6 @@ from .credentials import CredentialsError
 from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
-from .protocol.handshake import auth_methods
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .protocol.requests import Cancel, Prompt, SessionSetup
 from .protocol.schema import dump
@@ -70,18 +69,7 @@ class Agent:
 
     # --- connection ----------------------------------------------------------------------
 
-    async def authenticate(self, request: s.AuthenticateRequest) -> Any:
-        # Keys come from the environment, the config or `acp-agent login` (which the editor
-        # runs in a terminal for the `terminal` method): nothing to exchange here.
-        offered = [method["id"] for method in auth_methods(self._client.capabilities)]
-        if request.method_id not in offered:
-            known = ", ".join(offered)
-            raise RpcError(
-                INVALID_PARAMS,
-                f"authenticate: unknown auth method {request.method_id!r}",
-                {"details": f"the auth methods offered in initialize are: {known}"},
-            )
-        return dump(s.AuthenticateResponse())
+    # `authenticate` is the server's: answered from the handshake (`protocol.handshake`).
 
     async def logout(self, request: s.LogoutRequest) -> Any:
         try:
@@ -105,7 +93,11 @@ class Agent:
     async def new_session(self, request: SessionSetup) -> Any:
         cwd, extra = _roots(request)
         session = await self._sessions.new(
-            cwd, extra, request.mcp_servers, editor_prompt=request.system_prompt
+            cwd,
+            extra,
+            request.mcp_servers,
+            editor_prompt=request.system_prompt,
+            origin=request.origin,
         )
         answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))

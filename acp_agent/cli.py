@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ._hardening import forbid_inspection
 
@@ -51,11 +51,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     if (serve_args := _serve_options(words)) is not None:
         return _serve(serve_args, unprotected)
+    try:
+        return _command(words, unprotected)
+    except BrokenPipeError:  # `acp-agent models | head -1`: end as Unix tools do
+        from .runner._pipes import EXIT_CLOSED_PIPE, discard_stdout
+
+        discard_stdout()
+        return EXIT_CLOSED_PIPE
+
+
+def _command(words: list[str], unprotected: str | None) -> int:
+    """A command (or --help, --version, a usage error) read with the full parser."""
+    try:
+        return _parsed_command(words, unprotected)
+    except _Mistake as mistake:
+        # What argparse prints (usage, then the error); a script that asked for JSON gets
+        # the result object too, as for every other refused run.
+        mistake.parser.print_usage(sys.stderr)
+        print(f"{mistake.parser.prog}: error: {mistake.message}", file=sys.stderr, flush=True)
+        output = _output_asked(words)
+        if output is not None:
+            from .runner import print_usage_error
+
+            print_usage_error(mistake.message, output)
+        raise SystemExit(EXIT_USAGE) from None  # as argparse does, for callers of main()
+
+
+def _output_asked(words: Sequence[str]) -> str | None:
+    """The `--output` / `-o` value among `words`, if any (read without the parser)."""
+    found = None
+    for word, following in zip(words, [*words[1:], ""], strict=True):
+        if word in ("-o", "--output"):
+            found = following
+        elif word.startswith("--output="):
+            found = word.removeprefix("--output=")
+        elif word.startswith("-o") and len(word) > 2:
+            found = word[2:]
+    return found
+
+
+def _parsed_command(words: list[str], unprotected: str | None) -> int:
     parser = _parser()
     # Options go anywhere, before or after the command (`run --log-level debug`): the
     # subcommands repeat them. Words argparse left over are the rest of a `run` prompt
     # (`run fix the --yes tests` is the prompt "fix the tests" with --yes).
     args, extra = parser.parse_known_args(words)
+    if args.command != "run":
+        for name, flag in _RUN_OPTIONS.items():
+            if hasattr(args, name):
+                parser.error(f"{flag} is an option of run (acp-agent run {flag} ... PROMPT)")
     if extra:
         if args.command != "run" or any(word.startswith("-") and word != "-" for word in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -85,7 +129,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .commands.login import logout_command
 
             return logout_command(args)
+        case "sessions":
+            from .commands.sessions import sessions_command
+
+            return sessions_command(args)
     return _serve(args, unprotected)
+
+
+EXIT_USAGE = 2
+EXIT_CODES = """exit codes:
+  0    done (run: the turn ended normally)
+  1    failed (run: the agent answered with an error or died; doctor: a check failed)
+  2    usage or configuration error: nothing was started
+  3    run: the turn stopped short (output token limit, request limit, refusal)
+  130  cancelled with Ctrl-C
+  141  stdout was closed by its reader (`| head`)"""
+
+
+class _Mistake(Exception):
+    """A usage error argparse found, raised instead of exiting (so `-o json` can add its
+    JSON object)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
 
 
 _SERVE_OPTIONS = {"--config": "config", "--log-file": "log_file", "--log-level": "log_level"}
@@ -157,13 +225,20 @@ def _parser() -> argparse.ArgumentParser:
 
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):  # its subcommands' parsers are of this class too
+        def error(self, message: str) -> NoReturn:
+            raise _Mistake(self, message)
+
+    parser: argparse.ArgumentParser = Parser(
         prog="acp-agent",
         description="Any LLM API as a coding agent in editors that speak ACP. With no command, "
         "serve ACP on stdin/stdout (what editors start).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_common_options(suppress=False)],
     )
     parser.add_argument("--version", action="version", version=f"acp-agent {__version__}")
+    _add_run_options(parser.add_argument_group("options of run (given before it or after it)"))
     common = [_common_options(suppress=True)]
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(commands, common)
@@ -173,16 +248,23 @@ def _parser() -> argparse.ArgumentParser:
     from .commands.login import add_login_commands
 
     add_login_commands(commands, common)
+    from .commands.sessions import add_sessions_commands
+
+    add_sessions_commands(commands, common)
     return parser
 
 
 def _add_run(commands: Subcommands, common: list[argparse.ArgumentParser]) -> None:
+    import argparse
+
     run = commands.add_parser(
         "run",
         parents=common,
         help="run one prompt headless and print the result",
         description="Run one prompt headless: start the agent, send the prompt, print the "
         "reply on stdout (tool calls and notices on stderr).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "prompt",
@@ -191,22 +273,47 @@ def _add_run(commands: Subcommands, common: list[argparse.ArgumentParser]) -> No
         help="the prompt; several words are joined with spaces; `-` (or no prompt, with "
         "stdin a pipe) reads it from stdin",
     )
-    run.add_argument("--cwd", default=None, help="session working directory (default: .)")
-    run.add_argument("--yes", "-y", action="store_true", help="approve every permission request")
-    run.add_argument(
+    _add_run_options(run)
+
+
+_RUN_OPTIONS = {
+    "cwd": "--cwd",
+    "yes": "--yes",
+    "no_project_instructions": "--no-project-instructions",
+    "model": "--model",
+    "output": "--output",
+}
+"""The options of `run` (by their namespace name), also taken before it (`--yes run hi`)."""
+
+
+def _add_run_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`run`'s options. No defaults (SUPPRESS): one given before `run` is not reset by the
+    subcommand's parser, and the runner fills in what none gave."""
+    import argparse
+
+    unset = argparse.SUPPRESS
+    parser.add_argument("--cwd", default=unset, help="session working directory (default: .)")
+    parser.add_argument(
+        "--yes", "-y", action="store_true", default=unset, help="approve every permission request"
+    )
+    parser.add_argument(
         "--no-project-instructions",
         action="store_true",
+        default=unset,
         help="give the model no instruction files (AGENTS.md, CLAUDE.md ...); skills and "
         "prompt files stay",
     )
-    run.add_argument(
-        "--model", "-m", help="the model, 'provider/model' or a configured model id (see models)"
+    parser.add_argument(
+        "--model",
+        "-m",
+        default=unset,
+        help="the model, 'provider/model' or a configured model id (see models)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--output",
         "-o",
         choices=("text", "json", "stream-json"),
-        default="text",
+        default=unset,
         help="text: the reply as it streams (default); json: one JSON object at the end; "
         "stream-json: one JSON event per line as they happen",
     )
@@ -305,6 +412,9 @@ def _serve(args: argparse.Namespace | SimpleNamespace, unprotected: str | None) 
     if terminated:
         # The worker thread reading stdin is still blocked in read() (the editor kept the
         # pipe open), and the interpreter would wait for it at exit: leave without it.
+        from . import telemetry
+
+        telemetry.shutdown()  # what the interpreter's exit would have sent
         logging.shutdown()
         sys.stderr.flush()
         os._exit(0)
@@ -347,6 +457,7 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         import logging
         from pathlib import Path
 
+        from . import logs, telemetry
         from .agent import Agent
         from .catalog import with_catalog
         from .child_env import agent_secrets
@@ -356,7 +467,7 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         from .providers.pool import ProviderPool
         from .providers.usage import load_encoder
         from .sessions.manager import SessionManager
-        from .sessions.redaction import changing_with
+        from .sessions.redaction import Redactor, changing_with
         from .sessions.store import SessionStore, default_state_dir
 
         # Keys `acp-agent login` stored: each provider's last resort, looked up when needed.
@@ -379,8 +490,20 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         # `acp-agent login` stores while we run (read again when the credentials file changes).
         secrets = changing_with(credentials.path, lambda: agent_secrets(config, env))
         store = SessionStore(state_dir.expanduser(), secrets)
+        # Nor the log (frames quote what the editor sent, errors what the server said).
+        logs.redact_with(Redactor(secrets).line)
+        # Spans only when the OTLP variables ask for them; else OpenTelemetry stays unloaded.
+        telemetry.from_environment(env)
 
         def start(client: ClientProxy, background: TaskGroup) -> Agent:
+            import anyio.to_thread
+
+            from .sessions.retention import sweep
+
+            # Old sessions and never-prompted leftovers go, beside the first requests.
+            background.start_soon(
+                anyio.to_thread.run_sync, sweep, store, config.session_retention_days
+            )
             providers = ProviderPool(config, env)
             sessions = SessionManager(
                 config,

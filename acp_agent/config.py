@@ -343,7 +343,7 @@ class PluginProviderConfig(_Strict):
 
         provider_type = data.get("type")
         if not isinstance(provider_type, str) or not provider_type:
-            raise ValueError(f"type: missing; {_valid_types()}")
+            raise ValueError(f"type: missing; {_misspelt_type(data)}{_valid_types()}")
         if plugins.find(provider_type) is None:
             raise ValueError(
                 f"unknown provider type {provider_type!r}; {_valid_types(provider_type)}"
@@ -437,6 +437,15 @@ def _provider_tag(value: Any) -> str:
         if isinstance(provider_type, str)
         else "plugin"
     )
+
+
+def _misspelt_type(section: dict[str, Any]) -> str:
+    """`tpye = "echo"`: name the key meant as `type`, which no other message would."""
+    import difflib
+
+    keys = [key for key in section if isinstance(key, str)]
+    close = difflib.get_close_matches("type", keys, n=1, cutoff=0.6)
+    return f"{close[0]!r} is not a key: did you mean 'type'? " if close else ""
 
 
 def _valid_types(wrong: str | None = None) -> str:
@@ -669,6 +678,13 @@ class AgentConfig(_Strict):
         None,
         description="Where sessions are stored; the platform's user state directory if unset "
         "($XDG_STATE_HOME/acp-agent, ~/.local/state/acp-agent).",
+    )
+    session_retention_days: StrictInt = Field(
+        90,
+        ge=0,
+        le=100_000,
+        description="Stored sessions (editor sessions and `acp-agent run` runs) inactive for "
+        "longer are removed when the agent starts, in the background; 0 keeps them forever.",
     )
     shell_environment_policy: ShellEnvironmentPolicy = Field(
         ShellEnvironmentPolicy(),

@@ -9,6 +9,7 @@ answered) whatever ends the turn.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import anyio
 from pydantic import ValidationError
 
+from . import telemetry
 from .config import ThoughtLevel
 from .messages import (
     INVALID_JSON_KEY,
@@ -63,6 +65,8 @@ from .tools.permissions import (
 )
 
 log = logging.getLogger(__name__)
+AGENT_NAME = "acp-agent"
+"""The agent's name in traces (`gen_ai.agent.name`)."""
 
 CANCELLED_RESULT = "The user cancelled this tool call."
 CUT_OFF_RESULT = (
@@ -150,8 +154,42 @@ class Turn:
     """Results of the tool round under way, kept as one message when it ends."""
     _window: int | None = field(default=None, init=False)
     """The context window of the model last called."""
+    _requests: int = field(default=0, init=False)
+    _tool_calls: int = field(default=0, init=False)
+    """Model requests sent and tool calls run (or refused) by the turn, for the log."""
 
     async def run(self, prompt: Message, prompt_id: str | None = None) -> TurnStopReason:
+        """The turn, logged at its start and end (debug) and traced as an `invoke_agent`
+        span, current for the turn: its model requests and tool calls are its children."""
+        session = self.context.session_id
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": AGENT_NAME,
+            "gen_ai.conversation.id": session,
+        }
+        began = time.perf_counter()
+        log.debug("turn started in session %s (%d messages before it)", session, len(self.history))
+        with telemetry.span(f"invoke_agent {AGENT_NAME}", attributes, current=True) as span:
+            outcome = "cancelled"
+            try:
+                stop = await self._run(prompt, prompt_id)
+                outcome = stop
+                span.set({"acp_agent.stop_reason": stop})
+                return stop
+            except Exception as exc:
+                outcome = f"failed ({type(exc).__name__}: {exc})"
+                raise
+            finally:
+                log.debug(
+                    "turn ended in session %s: %s after %.2fs (model requests: %d, tool calls: %d)",
+                    session,
+                    outcome,
+                    time.perf_counter() - began,
+                    self._requests,
+                    self._tool_calls,
+                )
+
+    async def _run(self, prompt: Message, prompt_id: str | None) -> TurnStopReason:
         # The model hears of background jobs that ended with its next request.
         self._keep(_with_notes(prompt, self.context.state.jobs.take_ended_notes()), prompt_id)
         # What the model reads for a tool call left unanswered, by how the turn ended.
@@ -247,6 +285,7 @@ class Turn:
 
     async def _stream_reply(self, setup: ModelSetup, request: ModelRequest) -> ModelStopReason:
         settings = setup.settings
+        self._requests += 1
         reply = _ReplyBuilder()
         reply_id, thought_id = _new_id(), _new_id()
         stop: ModelStopReason | None = None
@@ -342,6 +381,33 @@ class Turn:
         return batches
 
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
+        """One call, logged (debug) and traced as an `execute_tool` span."""
+        self._tool_calls += 1
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+        }
+        began = time.perf_counter()
+        with telemetry.span(f"execute_tool {call.name}", attributes, current=True) as span:
+            outcome = "cancelled"
+            try:
+                result = await self._run_tool_call(call)
+                outcome = "failed" if result.is_error else "done"
+                if result.is_error:
+                    span.fail("tool_error")
+                return result
+            finally:
+                log.debug(
+                    "tool call %s (%s): %s after %.2fs",
+                    call.name,
+                    call.id,
+                    outcome,
+                    time.perf_counter() - began,
+                )
+
+    async def _run_tool_call(self, call: ToolCallPart) -> ToolResultPart:
         # Looked up among all tools: one offered before a switch to read-only is refused
         # by the policy below, with a reason the model can act on.
         tool = self.tools.get(call.name)

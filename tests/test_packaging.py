@@ -4,6 +4,7 @@ the README's promises that code can check (its opening commands, the default mod
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 import xml.etree.ElementTree as ET
@@ -210,3 +211,49 @@ def test_the_readme_names_the_registry_entry_and_the_install_commands(readme: st
     ):
         assert command in readme
     assert '"command": "uvx"' in readme and f'"args": ["{PROJECT["name"]}"]' in readme
+
+
+# --- the sdist ----------------------------------------------------------------------------
+
+CACHE_PARTS = {".hypothesis", ".pytest_cache", "__pycache__", "node_modules", ".venv"}
+_USERS_ENVIRONMENT = dict(os.environ)
+"""Read at import, before the autouse fixture moves HOME: where uv's cache really is."""
+
+
+def test_the_sdist_holds_no_test_caches_or_environments(tmp_path: Path) -> None:
+    """After a test run (`.hypothesis/`, `__pycache__/` ...) the sdist still ships only the
+    project. Built offline by uv (the build backend from its cache: no network)."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed")
+    # A cache of each kind in the tree, as a test run leaves them.
+    planted = ROOT / ".hypothesis" / "examples" / "planted-by-test-packaging"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text("x")
+    cache = subprocess.run(
+        [uv, "cache", "dir"], env=_USERS_ENVIRONMENT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    try:
+        built = subprocess.run(
+            [uv, "build", "--sdist", "--offline", "--out-dir", str(tmp_path)],
+            cwd=ROOT,
+            env={**os.environ, "UV_CACHE_DIR": cache},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        planted.unlink()
+    if built.returncode != 0 and "network was disabled" in built.stderr:
+        pytest.skip(f"the build backend is not in uv's cache: {built.stderr.strip()[-200:]}")
+    assert built.returncode == 0, built.stderr
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert any(name.endswith("/acp_agent/cli.py") for name in names)
+    shipped_caches = [name for name in names if CACHE_PARTS & set(Path(name).parts)]
+    assert shipped_caches == []

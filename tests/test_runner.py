@@ -139,8 +139,8 @@ def test_a_scripted_read_file_call_prints_the_tool_line_and_the_file_content(
     result = run_cli('@tool read_file {"path": "notes.txt"}', cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert f"→ Read {tmp_path / 'notes.txt'} (read)" in result.stderr
-    assert f"✓ Read {tmp_path / 'notes.txt'}" in result.stderr
+    assert "→ Read notes.txt (read)" in result.stderr  # relative to the project: shorter
+    assert "✓ Read notes.txt (lines 1-2)" in result.stderr
     assert "Tool read_file returned:" in result.stdout
     assert "alpha" in result.stdout
     assert "beta" in result.stdout

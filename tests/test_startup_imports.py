@@ -21,7 +21,7 @@ import pytest
 from fake_anthropic import FakeAnthropic, anthropic_reply
 from fake_llm import FakeLLM
 
-VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google")
+VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google", "opentelemetry")
 TIMEOUT = 60.0
 
 

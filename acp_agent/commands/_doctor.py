@@ -6,6 +6,7 @@
     ok    key        openai: OPENAI_API_KEY is set
     ok    reachable  openai: https://api.openai.com/v1/models answered HTTP 200 in 0.31s
     ok    state      /home/me/.local/state/acp-agent (writable)
+    ok    mcp        fs (npx -y @modelcontextprotocol/server-filesystem .): 14 tools: ...
     ok    command    acp-agent on PATH: /home/me/.local/bin/acp-agent
     skip  acpx       not found (optional: ...)
 
@@ -16,6 +17,10 @@ A provider is reachable when its API answers an HTTP request at all: its model l
 the key when there is one, so a refused key shows here too. Bedrock and Vertex are not
 probed (their SDKs sign requests; the first prompt says what is wrong). `--offline` skips
 the probes. Keys are never printed.
+
+Each configured MCP server is started as a session would start it (in the current
+directory, within `--timeout`), its tools listed, and closed again; `--offline` starts only
+the stdio ones. The log file, when one is set, is checked without creating it.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .. import __version__, paths
 from ..config import (
@@ -46,7 +51,11 @@ from ..config import (
     load_config,
 )
 from ..credentials import CredentialStore, credentials_path, stored_keys
+from ..logs import log_file_problem
 from ._keys import DEFAULT_KEY_VARIABLES, KeyState, key_status
+
+if TYPE_CHECKING:
+    from ..mcp_bridge import McpServerSpec, ServerStatus
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -107,6 +116,9 @@ def run_checks(
         else:
             checks += _reachability(config, env, timeout)
         checks.append(_state_check(config, env))
+        if config.log_file:
+            checks.append(_log_file_check(config.log_file))
+        checks += _mcp_checks(config, offline=offline, timeout=timeout)
     checks += _tool_checks()
     return checks
 
@@ -263,6 +275,55 @@ def _state_check(config: AgentConfig, env: Mapping[str, str]) -> Check:
         created = "" if state.exists() else ", created on first use"
         return Check("ok", "state", f"{state} (writable{created})")
     return Check("FAIL", "state", f"{state}: {existing} is not writable (set state_dir)")
+
+
+def _log_file_check(log_file: str) -> Check:
+    problem = log_file_problem(log_file)
+    if problem is None:
+        return Check("ok", "log", f"{log_file} (writable)")
+    return Check("warn", "log", f"{problem}: the agent logs to stderr instead")
+
+
+# --- MCP servers ------------------------------------------------------------------------------
+
+
+def _mcp_checks(config: AgentConfig, *, offline: bool, timeout: float) -> list[Check]:
+    """One line per configured MCP server: its tools, or why it did not start."""
+    from ..mcp_bridge import specs_from_config
+
+    specs = specs_from_config(config)
+    remote = [spec for spec in specs if spec.transport != "stdio"] if offline else []
+    started = [spec for spec in specs if spec not in remote]
+    checks = [Check("skip", "mcp", f"{spec.name}: --offline: not contacted") for spec in remote]
+    if started:
+        import logging
+
+        import anyio
+
+        # Each failure is on its line below; the bridge's own warnings would repeat it.
+        logging.getLogger("acp_agent.mcp_bridge").addHandler(logging.NullHandler())
+        statuses = anyio.run(_mcp_statuses, config, started, timeout)
+        checks += [_mcp_check(status) for status in statuses]
+    return checks
+
+
+async def _mcp_statuses(
+    config: AgentConfig, specs: list[McpServerSpec], connect_seconds: float
+) -> list[ServerStatus]:
+    from ..mcp_bridge import McpHub
+
+    hub = McpHub(specs, cwd=Path.cwd(), config=config, connect_timeout=connect_seconds)
+    async with hub:
+        return hub.statuses()
+
+
+def _mcp_check(status: ServerStatus) -> Check:
+    if status.state != "ready":
+        return Check("FAIL", "mcp", status.describe_failure())
+    prefix = f"mcp__{status.name}__"  # the server is named already
+    tools = ", ".join(tool.removeprefix(prefix) for tool in status.tools) or "none"
+    count = _plural(len(status.tools), "tool")
+    return Check("ok", "mcp", f"{status.name} ({status.where}): {count}: {tools}")
 
 
 def _tool_checks() -> list[Check]:

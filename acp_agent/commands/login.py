@@ -18,6 +18,7 @@ shown with the key cut out.
 from __future__ import annotations
 
 import argparse
+import difflib
 import getpass
 import os
 import sys
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_USAGE = 2
 CHECK_TIMEOUT = 20.0
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -53,6 +55,10 @@ DEFAULT_KEY_VARIABLES = {
 
 class LoginFailed(Exception):
     """Nothing was stored; the message says why and what to do."""
+
+
+class NoSuchProvider(LoginFailed):
+    """A usage error (exit 2, as for any command): the provider named is not configured."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,7 @@ def login_command(
         where = store.save(candidate.name, key, use_keyring=use_keyring)
     except (LoginFailed, CredentialsError) as exc:
         print(f"acp-agent login: {exc}", file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, NoSuchProvider) else EXIT_FAILED
     except (KeyboardInterrupt, EOFError):
         print("\nacp-agent login: cancelled; nothing stored", file=sys.stderr, flush=True)
         return EXIT_FAILED
@@ -220,7 +226,11 @@ def _choose(
         for candidate in candidates:
             if candidate.name == wanted:
                 return candidate
-        raise LoginFailed(f"no provider {wanted!r} to log in to; choose one of: {', '.join(names)}")
+        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.7)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise NoSuchProvider(
+            f"no provider {wanted!r} to log in to; {hint}choose one of: {', '.join(names)}"
+        )
     if len(candidates) == 1 or not _is_tty(stdin):
         return candidates[0]
     print("Log in to which provider?", file=out)

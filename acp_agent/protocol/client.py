@@ -136,6 +136,10 @@ class ClientProxy:
     def shows_subagents(self) -> bool:
         return self.capabilities.subagents
 
+    @property
+    def shows_notices(self) -> bool:
+        return self.capabilities.session_notices
+
 
 class SessionEditor:
     """The `tools.Editor` of one session.

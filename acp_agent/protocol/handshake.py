@@ -198,6 +198,24 @@ def auth_methods(client: ClientCapabilities) -> list[dict[str, Any]]:
     return methods
 
 
+def answer_authenticate(handshake: Handshake, params: Any) -> dict[str, Any]:
+    """`authenticate`, answered from the handshake alone (hand-parsed, as `initialize`): the
+    methods it may name are known before start-up, and clients call it before their first
+    prompt (CodeCompanion), which must not wait for the provider warm-up. With every method
+    there is nothing to exchange: keys come from the environment, the config or a login."""
+    method_id = params.get("methodId") if isinstance(params, dict) else None
+    if not isinstance(method_id, str):
+        raise RpcError(INVALID_PARAMS, "authenticate: methodId must be a string")
+    offered = [method["id"] for method in auth_methods(handshake.client)]
+    if method_id not in offered:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"authenticate: unknown auth method {method_id!r}",
+            {"details": f"the auth methods offered in initialize are: {', '.join(offered)}"},
+        )
+    return {}
+
+
 def _login_command() -> dict[str, Any]:
     """The whole command line of `acp-agent login` for `_meta["terminal-auth"]`: this
     interpreter running our package, with the config file we were started with."""

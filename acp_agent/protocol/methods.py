@@ -28,7 +28,6 @@ class AcpAgent(Protocol):
         """Called as a prompt's frame is read, before later frames: its place in the queue."""
         ...
 
-    async def authenticate(self, request: s.AuthenticateRequest) -> Answer: ...
     async def logout(self, request: s.LogoutRequest) -> Answer: ...
     async def new_session(self, request: SessionSetup) -> Answer: ...
     async def load_session(self, request: SessionSetup) -> Answer: ...
@@ -59,10 +58,12 @@ class Method:
     call: Callable[[AcpAgent, Any], Awaitable[Any]]
 
 
+HANDSHAKE = frozenset({"initialize", "authenticate"})
+"""Answered by the server from the handshake (`handshake.py`), before the agent exists."""
+
 REQUESTS = {
     m.name: m
     for m in (
-        Method("authenticate", ModelReader("AuthenticateRequest"), lambda a, r: a.authenticate(r)),
         Method("logout", ModelReader("LogoutRequest"), lambda a, r: a.logout(r)),
         Method("session/new", requests.new_session, lambda a, r: a.new_session(r)),
         Method("session/load", requests.load_session, lambda a, r: a.load_session(r)),

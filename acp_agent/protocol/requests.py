@@ -39,6 +39,9 @@ class SessionSetup:
     mcp_servers: list[McpServerSpec]
     system_prompt: EditorPrompt | None
     """The editor's system prompt (`systemPrompt`); None: not given."""
+    origin: str | None = None
+    """`_meta["acp-agent/origin"]` of `session/new` ("run" from `acp-agent run`), kept in
+    the session's log so stored sessions can be told apart; None: an editor's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,19 @@ def _setup(
         for i, item in enumerate(array(params, "mcpServers", required=servers_required))
         if (spec := _mcp_server(item, f"mcpServers.{i}")) is not None
     ]
-    return SessionSetup(session_id, cwd, directories, servers, _system_prompt(params))
+    return SessionSetup(
+        session_id, cwd, directories, servers, _system_prompt(params), _origin(params)
+    )
+
+
+ORIGIN_META_KEY = "acp-agent/origin"
+
+
+def _origin(params: dict[str, Any]) -> str | None:
+    """What `_meta` says opened the session; anything unreadable is no origin (lenient in)."""
+    meta = params.get("_meta")
+    value = meta.get(ORIGIN_META_KEY) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value.isidentifier() else None
 
 
 def _system_prompt(params: dict[str, Any]) -> EditorPrompt | None:

@@ -1,11 +1,11 @@
 """The agent side of an ACP connection: dispatch, validation and lazy start-up.
 
-`initialize` is answered from hand-parsed params (no pydantic) so it never waits for the
-heavy imports. Once its answer is written, the `Loader` the composition root gave us runs
-in a worker thread (config, sessions, the default provider) and returns how to start the
-agent; every other method waits for that. The schema models come last, in the background
-(see `schema`). The server knows the agent only as
-`methods.AcpAgent`.
+`initialize` and `authenticate` are answered from hand-parsed params (no pydantic) so they
+never wait for the heavy imports or the start-up. Once `initialize`'s answer is written,
+the `Loader` the composition root gave us runs in a worker thread (config, sessions, the
+default provider) and returns how to start the agent; every other method waits for that.
+The schema models come last, in the background (see `schema`). The server knows the agent
+only as `methods.AcpAgent`.
 
 Every error it answers carries its readable reason in `data.details` as well: some clients
 (Toad, acpx) show only that.
@@ -25,7 +25,13 @@ from anyio.abc import TaskGroup
 from ..rpc.endpoint import Endpoint, FollowedBy, Work, short_failure
 from ..rpc.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
-from .handshake import ClientCapabilities, Handshake, initialize_response, parse_initialize
+from .handshake import (
+    ClientCapabilities,
+    Handshake,
+    answer_authenticate,
+    initialize_response,
+    parse_initialize,
+)
 
 if TYPE_CHECKING:
     # Not at import time: the client proxy loads the schema, which `initialize` must not
@@ -98,6 +104,8 @@ class AcpServer:
             log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
             # Warm up once the answer is out: the import thread would slow its writing.
             return FollowedBy(initialize_response(self._handshake), self._warm_up_after_flush)
+        if method == "authenticate":
+            return answer_authenticate(self._handshake, params)  # no waiting for start-up
         # Not at import time: the readers load the config's and the MCP bridge's types.
         from .methods import REQUESTS
         from .requests import read_params

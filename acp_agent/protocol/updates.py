@@ -35,6 +35,7 @@ from ..messages import (
     TurnEvent,
     UsageUpdated,
     UserMessageChunk,
+    context_use,
 )
 
 JsonObject = dict[str, Any]
@@ -82,7 +83,7 @@ def _compaction_message(
         return None
     match event.status:
         case "completed":
-            used = "" if event.share is None else f"{event.share:.0%} of the context window used; "
+            used = _context_used(event)
             count = event.summarised
             plural = "" if count == 1 else "s"
             text = f"[Context compacted: {used}{count} earlier message{plural} summarised.]"
@@ -91,6 +92,16 @@ def _compaction_message(
         case _:
             return None
     return _chunk("agent_message_chunk", _text_block(text + "\n\n"), event.compaction_id)
+
+
+def _context_used(event: CompactionFinished) -> str:
+    """`3.1K of 1,000K tokens (0.3%) of the context window used; `, or the share alone (as
+    older logs keep it), or nothing."""
+    if event.used_tokens is not None and event.window is not None:
+        return f"{context_use(event.used_tokens, event.window)} of the context window used; "
+    if event.share is not None:
+        return f"{event.share:.0%} of the context window used; "
+    return ""
 
 
 def _notice_line(notice: Notice) -> JsonObject:

@@ -76,7 +76,16 @@ def create_provider(name: str, config: ProviderConfig, env: Mapping[str, str]) -
     """
     from .retry import RetryingProvider
 
-    return RetryingProvider(_create_unwrapped(name, config, env), config.retry)
+    provider = _create_unwrapped(name, config, env)
+    return RetryingProvider(provider, config.retry, system=_SYSTEMS.get(config.type, config.type))
+
+
+_SYSTEMS = {
+    "anthropic-bedrock": "aws.bedrock",
+    "anthropic-vertex": "gcp.vertex_ai",
+    "azure-openai": "azure.ai.openai",
+}
+"""The GenAI conventions' `gen_ai.provider.name` where it is not the provider type."""
 
 
 def _create_unwrapped(name: str, config: ProviderConfig, env: Mapping[str, str]) -> Provider:

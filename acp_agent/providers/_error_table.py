@@ -184,6 +184,12 @@ _STREAM_RULES: tuple[_Rule, ...] = (
 
 def error_for(failure: Failure, endpoint: Endpoint) -> ProviderError:
     """The `ProviderError` for what the vendor reported."""
+    error = _error_for(failure, endpoint)
+    error.status = failure.status
+    return error
+
+
+def _error_for(failure: Failure, endpoint: Endpoint) -> ProviderError:
     detail = redact(failure.message, endpoint.key).strip()
     if failure.status is None:
         rules = _STREAM_RULES

@@ -20,6 +20,8 @@ from __future__ import annotations
 class ProviderError(Exception):
     retryable: bool = False
     """Whether sending the same request again may succeed."""
+    status: int | None = None
+    """The HTTP status the server failed with, when it answered one (for the log)."""
 
     def __init__(self, provider: str, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{provider}: {message}")

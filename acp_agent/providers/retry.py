@@ -16,6 +16,9 @@ in-stream overload error) is retried the same way: its notice says `restarts_rep
 consumer drops the partial reply and takes the next attempt's whole reply instead. Sending
 the same request again is the one recovery every vendor supports; a continuation of the
 partial reply is not.
+
+Each attempt is logged (`_request_log`: debug when it succeeds, info when it is retried,
+warning when the request fails) and traced as a GenAI `chat` span.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .. import telemetry
 from ..messages import RetryNotice, StreamEvent
+from ._request_log import RequestWatch
 from .base import ModelRequest, Provider
 from .errors import ProviderError
 
@@ -50,10 +55,12 @@ class RetryingProvider:
         sleep: Callable[[float], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
+        system: str | None = None,
     ) -> None:
         """`sleep` (default `anyio.sleep`, looked up at each wait), `clock` and `jitter` are
-        replaceable for tests."""
+        replaceable for tests; `system` names the vendor in traces."""
         self.name = inner.name
+        self.system = system
         self._inner = inner
         self._config = config
         self._sleep = sleep
@@ -80,18 +87,34 @@ class RetryingProvider:
         while True:
             attempt += 1
             began = False
-            try:
-                async with self._inner.stream(request) as events:
-                    async for event in events:
-                        began = True
-                        yield event
-                return
-            except ProviderError as exc:
-                if not exc.retryable:
+            watch = self._watch(request, attempt)
+            # Not current (a generator's yields cross contexts): a child of the turn's span.
+            with telemetry.span(watch.span_name, watch.span_attributes(), kind="client") as span:
+                try:
+                    async with self._inner.stream(request) as events:
+                        async for event in events:
+                            began = True
+                            watch.see(event)
+                            yield event
+                except ProviderError as exc:
+                    watch.failed(span, exc)
+                    if not exc.retryable:
+                        watch.log_failure(exc, None)
+                        raise
+                    failure = exc
+                except anyio.get_cancelled_exc_class():
+                    watch.cancelled()
                     raise
-                failure = exc
+                else:
+                    watch.succeeded(span)
+                    return
             # Outside the `except`: the consumer must not run inside our exception context.
-            delay = self._delay_or_give_up(failure, attempt, started)
+            try:
+                delay = self._delay_or_give_up(failure, attempt, started)
+            except ProviderError as exc:
+                watch.log_failure(exc, None)
+                raise
+            watch.log_failure(failure, delay)
             yield RetryNotice(
                 provider=self.name,
                 reason=_reason(failure),
@@ -102,6 +125,16 @@ class RetryingProvider:
             )
             # Cancellable: a cancelled turn ends here at once.
             await (self._sleep or anyio.sleep)(delay)
+
+    def _watch(self, request: ModelRequest, attempt: int) -> RequestWatch:
+        return RequestWatch(
+            self.name,
+            request.model,
+            attempt,
+            self._config.max_attempts,
+            system=self.system,
+            max_output_tokens=request.max_output_tokens,
+        )
 
     def _delay_or_give_up(self, failure: ProviderError, attempt: int, started: float) -> float:
         config = self._config

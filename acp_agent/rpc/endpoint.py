@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ._frame_log import log_frame
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -205,6 +206,7 @@ class Endpoint:
         failure left unanswered gets -32603.
         """
         message: Any = None
+        log_frame("in", line)
         try:
             try:
                 message = decode_frame(line)
@@ -395,6 +397,7 @@ class Endpoint:
         await self._queue(encode_frame(message))
 
     async def _queue(self, frame: bytes) -> None:
+        log_frame("out", frame)
         try:
             await self._outbox_send.send(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

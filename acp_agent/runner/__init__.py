@@ -5,6 +5,6 @@ The runner starts the agent as a subprocess and speaks to it over our own JSON-R
 answers. It reaches the agent only through the wire, so it exercises what editors see.
 """
 
-from ._headless import run_headless
+from ._headless import print_usage_error, run_headless
 
-__all__ = ["run_headless"]
+__all__ = ["print_usage_error", "run_headless"]

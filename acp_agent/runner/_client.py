@@ -32,12 +32,15 @@ class LocalClient:
         terminals: _local.Terminals,
         permissions: Permissions,
         observe: Callable[[Any], None] | None = None,
+        stdout_closed: Callable[[], None] | None = None,
     ) -> None:
         self._console = console
         self._terminals = terminals
         self.permissions = permissions
         self._observe = observe
         """Also sees every `session/update` payload (the transcript for --output json)."""
+        self._stdout_closed = stdout_closed
+        """Called when printing an update found stdout's reader gone (`| head`)."""
 
     def receive_request(self, method: str, params: Any) -> Work:
         return partial(self._answer, method, params)
@@ -64,10 +67,16 @@ class LocalClient:
                 raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
 
     async def handle_notification(self, method: str, params: Any) -> None:
-        if method == "session/update" and isinstance(params, dict):
+        if method != "session/update" or not isinstance(params, dict):
+            return
+        try:
             self._console.show_update(params.get("update"))
             if self._observe is not None:
                 self._observe(params.get("update"))
+        except BrokenPipeError:
+            if self._stdout_closed is None:
+                raise
+            self._stdout_closed()
 
 
 class Permissions:

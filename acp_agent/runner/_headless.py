@@ -5,7 +5,8 @@ as it happens (`_output.py`). The agent's log goes to the run logs (`_logs.py`).
 
 Exit codes: 0 the turn ended normally (`end_turn`); 1 the agent answered with an error or
 died; 2 bad configuration or usage (nothing was started); 3 the turn stopped short
-(`max_tokens`, `max_turn_requests`, `refusal`); 130 cancelled with Ctrl-C.
+(`max_tokens`, `max_turn_requests`, `refusal`); 130 cancelled with Ctrl-C; 141 stdout's
+reader went away (`| head`, see `_pipes.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from anyio.abc import Process
 from .. import __version__, paths
 from ..child_env import child_environment
 from ..config import AgentConfig, ConfigError, EchoProviderConfig
+from ..logs import log_file_problem
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import ConnectionClosed, RpcError
 from ..rpc.framing import StreamSink, StreamSource
@@ -38,6 +40,7 @@ from ._local import Terminals
 from ._logs import open_run_log
 from ._options import RunOptions, UsageError, run_options
 from ._output import JsonLines, Transcript
+from ._pipes import EXIT_CLOSED_PIPE, discard_stdout
 from ._status import REFRESH_SECONDS
 
 EXIT_OK = 0
@@ -70,6 +73,7 @@ def run_headless(args: argparse.Namespace) -> int:
         options, config = run_options(args, os.environ)
     except (ConfigError, UsageError) as exc:
         console.notice(f"acp-agent: {exc}")
+        print_usage_error(str(exc), output)
         return EXIT_USAGE
     console.notice(f"acp-agent: {_describe(config, options)}")
     try:
@@ -78,11 +82,34 @@ def run_headless(args: argparse.Namespace) -> int:
         console.finish()
         console.notice("acp-agent: cancelled")
         return EXIT_CANCELLED
+    except BrokenPipeError:  # stdout's reader left while the run was ending
+        discard_stdout()
+        return EXIT_CLOSED_PIPE
     except Exception as exc:
         if options.debug:
             traceback.print_exc()
         console.notice(f"acp-agent: error: {type(exc).__name__}: {exc}")
         return EXIT_ERROR
+
+
+def print_usage_error(message: str, output: str) -> None:
+    """--output json / stream-json: a run refused before it started still ends with the
+    result object on stdout (exit code 2, the error), so a script reads one shape always."""
+    if output not in ("json", "stream-json"):
+        return
+    result = Transcript().result(
+        session_id=None,
+        model=None,
+        stop_reason=None,
+        exit_code=EXIT_USAGE,
+        error=message,
+        duration_ms=0,
+    )
+    if output == "stream-json":
+        JsonLines(sys.stdout).emit(result)
+    else:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.flush()
 
 
 def _describe(config: AgentConfig, options: RunOptions) -> str:
@@ -132,6 +159,8 @@ class _Run:
         self._prompting = False
         self._closing = False
         self._interrupts = 0
+        self._stdout_closed = False
+        self._log_file_in_config = config.log_file
 
     async def main(self) -> int:
         log_path, process = await self._start_agent()
@@ -141,14 +170,22 @@ class _Run:
         try:
             async with anyio.create_task_group() as tg:
                 terminals = Terminals(tg, self._options.cwd, self._child_env)
-                client = LocalClient(self._console, terminals, self._permissions, self._observe)
+                client = LocalClient(
+                    self._console,
+                    terminals,
+                    self._permissions,
+                    self._observe,
+                    stdout_closed=self._reader_gone,
+                )
                 # No drain: once the agent is gone, nobody waits for our answers.
                 tg.start_soon(functools.partial(endpoint.serve, client, drain_timeout=0))
                 tg.start_soon(self._watch_interrupts, process, endpoint)
                 tg.start_soon(self._show_status)
                 with self._conversation:
                     code = await self._converse(endpoint)
-                if self._conversation.cancelled_caught:
+                if self._stdout_closed:
+                    code = EXIT_CLOSED_PIPE
+                elif self._conversation.cancelled_caught:
                     code = self._stopped("cancelled")
                 self._closing = True
                 await terminals.close()
@@ -171,8 +208,9 @@ class _Run:
         level = "debug" if options.debug else options.log_level
         if level is not None:
             command += ["--log-level", level]
-        if options.log_file:
-            command += ["--log-file", options.log_file]
+        log_file = self._usable_log_file()
+        if options.log_file and log_file:
+            command += ["--log-file", log_file]
         if options.config_path:
             command += ["--config", options.config_path]
         env = {**os.environ, **options.agent_env} if options.agent_env else None
@@ -183,12 +221,29 @@ class _Run:
                 command, stderr=None, env=env, start_new_session=True
             )
             return None, process
-        fd, path = open_run_log(options.log_dir)
+        if log_file:
+            # The log goes where it was asked to (stray output of the agent's too): no run
+            # log beside it, or empty ones would push the useful ones out.
+            fd, path = _append_to(log_file)
+        else:
+            fd, path = open_run_log(options.log_dir)
         try:
             process = await anyio.open_process(command, stderr=fd, env=env, start_new_session=True)
             return path, process
         finally:
             os.close(fd)  # the child holds its own copy
+
+    def _usable_log_file(self) -> str | None:
+        """`--log-file` (else the config's `log_file`) when it can be written; one that
+        cannot is named on stderr, and the run log takes the agent's log instead."""
+        wanted = self._options.log_file or self._log_file_in_config
+        if not wanted:
+            return None
+        problem = log_file_problem(wanted)
+        if problem is None:
+            return wanted
+        self._console.notice(f"acp-agent: {problem}; the agent logs to a run log instead")
+        return None
 
     # --- what is shown -------------------------------------------------------------------
 
@@ -226,9 +281,17 @@ class _Run:
             frame += 1
             await anyio.sleep(REFRESH_SECONDS)
 
+    def _reader_gone(self) -> None:
+        """stdout's reader closed the pipe (`| head`): nobody reads the rest, so the run
+        ends now, quietly (the agent is stopped as after Ctrl-C)."""
+        if not self._stdout_closed:
+            self._stdout_closed = True
+            discard_stdout()
+            self._conversation.cancel()
+
     def _report(self, code: int) -> None:
         """--output json / stream-json: the result object, the run's last word on stdout."""
-        if self._options.output == "text":
+        if self._options.output == "text" or self._stdout_closed:
             return
         result = self._transcript.result(
             session_id=self._session_id,
@@ -253,7 +316,11 @@ class _Run:
         try:
             await self._initialize(endpoint)
             self._session_id = await self._new_session(endpoint)
-            self._announce_session(self._session_id)
+            try:
+                self._announce_session(self._session_id)
+            except BrokenPipeError:
+                self._reader_gone()
+                return EXIT_CLOSED_PIPE
             await self._choose_model(endpoint, self._session_id)
             self._prompting = True
             try:
@@ -298,9 +365,13 @@ class _Run:
             raise AgentMisbehaved(f"the agent speaks ACP version {version!r}; we speak 1")
 
     async def _new_session(self, endpoint: Endpoint) -> str:
-        response = await endpoint.request(
-            "session/new", {"cwd": str(self._options.cwd), "mcpServers": []}
-        )
+        params = {
+            "cwd": str(self._options.cwd),
+            "mcpServers": [],
+            # So stored sessions tell runs from editor sessions (`acp-agent sessions list`).
+            "_meta": {"acp-agent/origin": "run"},
+        }
+        response = await endpoint.request("session/new", params)
         session_id = response.get("sessionId") if isinstance(response, dict) else None
         if not isinstance(session_id, str):
             raise AgentMisbehaved("session/new returned no sessionId")
@@ -368,6 +439,12 @@ async def _stop_agent(process: Process) -> None:
         if process.returncode is None:
             _kill_agent(process)
         await process.aclose()
+
+
+def _append_to(log_file: str) -> tuple[int, Path]:
+    """The log file, opened to append (owner-only if new), and its path."""
+    path = Path(log_file).expanduser()
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), path
 
 
 def _kill_agent(process: Process) -> None:

@@ -10,6 +10,7 @@ key selects). Bad input raises `UsageError`; the run then exits 2 with nothing s
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Mapping
@@ -136,9 +137,13 @@ def _resolve_model(
         found = find_model(derived, requested)
         if found is not None:
             return found, agent_env, derived
-    known = ", ".join(choice for choice, _, _ in config.model_choices())
+    choices = config.model_choices()
+    known = ", ".join(choice for choice, _, _ in choices)
+    names = [*(choice for choice, _, _ in choices), *(model.id for _, _, model in choices)]
+    close = difflib.get_close_matches(requested, names, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
     raise UsageError(
-        f"--model: no model {requested!r} is configured; configured: {known} "
+        f"--model: no model {requested!r} is configured; {hint}configured: {known} "
         "(acp-agent models lists them)"
     )
 

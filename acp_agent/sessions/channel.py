@@ -53,3 +53,8 @@ class EditorLink(Protocol):
     def shows_subagents(self) -> bool:
         """The editor shows child sessions of their own (ACP `subagents`)."""
         ...
+
+    @property
+    def shows_notices(self) -> bool:
+        """The editor shows `Notice`s apart from the reply (ACP `session.notices`)."""
+        ...

@@ -30,7 +30,7 @@ from ..messages import (
 )
 from ..tools.permissions import MODES
 from .channel import EditorLink
-from .choices import MODE, MODEL, Choices
+from .choices import MODE, MODEL, THOUGHT_LEVEL, THOUGHT_LEVELS, Choices
 from .errors import ChoiceError
 from .live import Live, LiveSessions
 from .project import describe_context, describe_skills
@@ -97,6 +97,13 @@ class SlashCommands:
                     "Switch what the agent may do without asking (no argument: list the modes)",
                     " | ".join(mode.id for mode in MODES),
                     self._mode,
+                ),
+                Command(
+                    "think",
+                    "Set how much the model thinks before it answers (no argument: list the "
+                    "levels)",
+                    " | ".join(THOUGHT_LEVELS),
+                    self._think,
                 ),
                 Command("mcp", "Show the MCP servers, their state and tools", None, self._mcp),
                 Command(
@@ -234,9 +241,29 @@ class SlashCommands:
         try:
             self.choices.choose(entry, option, value)
         except ChoiceError:
-            await self._reply(entry, f"There is no {option} {value!r}.\n\n{listing}")
+            await self._reply(
+                entry, f"There is no {option.replace('_', ' ')} {value!r}.\n\n{listing}"
+            )
             return False
         return True
+
+    async def _think(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+        """`/think` lists the thought levels, `/think level` sets it (from the next model
+        request): for clients with no config-option picker (Toad)."""
+        session = entry.session
+        current = self.choices.thought_level(session)
+        if current is None:
+            return await self._reply(
+                entry, f"{session.model_choice} does not reason: it has no thought levels."
+            )
+        listed = "\n".join(
+            f"- {level}{'  (current)' if level == current else ''}" for level in THOUGHT_LEVELS
+        )
+        listing = f"Thought levels:\n{listed}\n\nSet one with /think level."
+        if not await self._switch(entry, THOUGHT_LEVEL, argument, listing):
+            return PromptOutcome("end_turn")
+        await self._reply(entry, f"Thought level set to {argument}.")
+        return PromptOutcome("end_turn", choices_changed=True)
 
     async def _mcp(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
         return await self._reply(entry, self.servers.describe(entry.session.id))
@@ -256,7 +283,7 @@ class SlashCommands:
 
     async def _help(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
         lines = [
-            f"- /{c.name}{f' {c.hint}' if c.hint else ''}: {c.description}"
+            f"- /{c.name}{f' {_usage(c.hint)}' if c.hint else ''}: {c.description}"
             for c in self.commands(entry.session.id)
         ]
         shadowed = self.runner.project.prompt_files(entry.session).shadowed
@@ -322,6 +349,13 @@ def slash_command(message: Message) -> tuple[str, str] | None:
         return None
     name, _, argument = text[1:].partition(" ")
     return (name, argument.strip()) if name else None
+
+
+def _usage(hint: str) -> str:
+    """An argument hint as `/help` shows it after the name: `focus (optional)`, which the
+    editor shows in the input box, becomes `[focus]`."""
+    optional = hint.removesuffix(" (optional)")
+    return f"[{optional}]" if optional != hint else hint
 
 
 def _new_id() -> str:

@@ -54,6 +54,7 @@ from ..messages import (
     TurnEvent,
     Usage,
     UsageUpdated,
+    context_use,
 )
 from ..providers import ContextWindowError, ModelRequest, ProviderError
 from ..providers.usage import Reading, UsageMeter
@@ -277,13 +278,13 @@ class Compactor:
         tools: Sequence[ToolSpec],
         least: int,
         focus: str | None = None,
-        share: float | None = None,
+        taken: tuple[int, int] | None = None,
     ) -> Outcome:
         """Summarise the older turns of `history` (the session's working context,
         changed in place), keeping at least `least` recent ones.
 
         `system` and `tools`: what the next request carries, to measure the context after;
-        `share`: the part of the window used, for the user.
+        `taken`: the tokens the conversation takes and the window's size, for the user.
         """
         session = self.session
         start = 1 if session.summarised else 0
@@ -332,7 +333,13 @@ class Compactor:
         self.log.append(UsageRecord(meter.cost_usd, used, estimated=True))
         await self._finish(
             CompactionFinished(
-                compaction_id, "completed", summary=summary, summarised=summarised, share=share
+                compaction_id,
+                "completed",
+                summary=summary,
+                summarised=summarised,
+                share=None if taken is None else taken[0] / taken[1],
+                used_tokens=None if taken is None else taken[0],
+                window=None if taken is None else taken[1],
             )
         )
         await self.emit(UsageUpdated(used, setup.settings.context_window, meter.cost_usd))
@@ -355,7 +362,7 @@ class Compactor:
             tools=tools,
             least=0,
             focus=focus,
-            share=tokens / settings.context_window,
+            taken=(tokens, settings.context_window),
         )
 
     async def _finish(self, event: CompactionFinished) -> None:
@@ -396,18 +403,18 @@ class TurnCompaction:
             system=request.system,
             tools=request.tools,
             least=1,
-            share=None if overflow is not None else tokens / window,
+            taken=None if overflow is not None else (tokens, window),
         )
         if outcome == "failed":
             self._failed = True
         elif outcome == "nothing" and not self._said_nothing_left:
             self._said_nothing_left = True
-            await self.emit(MessageChunk(_nothing_left(tokens / window, overflow), _new_id()))
+            await self.emit(MessageChunk(_nothing_left(tokens, window, overflow), _new_id()))
         return outcome == "compacted"
 
 
-def _nothing_left(share: float, overflow: ContextWindowError | None) -> str:
-    used = "does not fit" if overflow is not None else f"takes {share:.0%} of"
+def _nothing_left(tokens: int, window: int, overflow: ContextWindowError | None) -> str:
+    used = "does not fit" if overflow is not None else f"takes {context_use(tokens, window)} of"
     return (
         f"[The conversation {used} the context window, but only the running turn is left: "
         "there are no older turns to summarise.]\n\n"

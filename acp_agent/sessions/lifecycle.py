@@ -25,7 +25,7 @@ from ..messages import EditorPrompt, TextPart, ToolCallStarted, ToolCallUpdated,
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink
 from .choices import Choices
-from .errors import SessionNotFound, UnknownSession
+from .errors import SessionLocked, SessionNotFound, UnknownSession
 from .live import Live, LiveSessions
 from .records import (
     ChoiceRecord,
@@ -88,14 +88,18 @@ class Lifecycle:
         mcp_servers: Sequence[McpServerSpec] = (),
         *,
         editor_prompt: EditorPrompt | None = None,
+        origin: str | None = None,
     ) -> Session:
+        """`origin`: what opened it, kept in its header (`ORIGIN_RUN` for `acp-agent run`)."""
         where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         session = self._session(f"sess_{uuid.uuid4().hex}", where)
-        entry = Live(session, self.store.create(_header(session.id, where)), where.mcp_servers)
+        header = _header(session.id, where, origin=origin)
+        entry = Live(session, self.store.create(header), where.mcp_servers)
         # The choices it starts with, so a later default does not change a stored session.
         entry.writer.append(ChoiceRecord(model=session.model_choice, mode=session.mode))
         entry.writer.append(_roots_record(session))
         _keep_editor_prompt(entry, editor_prompt)
+        entry.mark_fresh()  # what it holds now is what every new session holds
         log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
         await self._go_live(entry)
         return session
@@ -194,6 +198,7 @@ class Lifecycle:
             await entry.session.wait_idle()  # the cancelled turn writes its end to the log
             await entry.session.end_aside()
         await self._release(entry)
+        self._forget_if_never_prompted(entry)
         for child_id in entry.session.children:  # its subagents end with it
             if self.live.get(child_id) is not None or self.live.parked(child_id) is not None:
                 await self.close(child_id)
@@ -214,7 +219,20 @@ class Lifecycle:
                 group.start_soon(entry.session.tool_state.jobs.close)
         for entry in self.live:
             entry.close()
+            self._forget_if_never_prompted(entry)
         await self.servers.aclose()
+
+    def _forget_if_never_prompted(self, entry: Live) -> None:
+        """A closed session that was never used (no prompt, no choice) leaves nothing
+        behind: a chat client that opens one per window would fill its `/resume` list with
+        bare ids."""
+        if not entry.unused or entry.session.history or not entry.writer.closed:
+            return
+        try:
+            self.store.delete(entry.session.id)
+        except (SessionNotFound, SessionLocked):
+            return  # gone already, or another agent opened it meanwhile: it is theirs
+        log.debug("session %s: never prompted, removed from the store", entry.session.id)
 
     async def _go_live(self, entry: Live) -> None:
         """A session new to this process joins the live ones, its servers connecting."""
@@ -383,13 +401,20 @@ def _close_open_tool_calls(entry: Live, records: Sequence[Any]) -> None:
             entry.writer.append(EventRecord(ended))
 
 
-def _header(session_id: str, where: _Where, *, forked_from: str | None = None) -> SessionHeader:
+def _header(
+    session_id: str,
+    where: _Where,
+    *,
+    forked_from: str | None = None,
+    origin: str | None = None,
+) -> SessionHeader:
     return SessionHeader(
         session_id,
         str(where.cwd),
         _root_strings(where.additional_roots),
         created_at=utc_now(),
         forked_from=forked_from,
+        origin=origin,
     )
 
 

@@ -55,10 +55,21 @@ class Live:
     mcp_servers: tuple[McpServerSpec, ...] = ()
     """The servers the editor gave (the config's are added when connecting)."""
     uses: int = 0
+    fresh_size: int | None = None
+    """The log's size once `session/new` had written it; None for a session opened any
+    other way."""
 
     @property
     def writer(self) -> LogWriter:
         return self._log
+
+    def mark_fresh(self) -> None:
+        self.fresh_size = self._log.size
+
+    @property
+    def unused(self) -> bool:
+        """A new session closed as it was made: no prompt, no choice, nothing written since."""
+        return self.fresh_size is not None and self._log.size == self.fresh_size
 
     def keep(self, message: Message) -> None:
         """`message` joins the history, stored first: memory holds only what was stored."""

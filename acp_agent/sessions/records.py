@@ -97,6 +97,12 @@ class SessionHeader:
     created_at: str = ""
     """ISO 8601, UTC (`utc_now()`)."""
     forked_from: str | None = None
+    origin: str | None = None
+    """What opened it: `ORIGIN_RUN` for `acp-agent run`; None for an editor (and in logs
+    written before origins were kept). Old lines read the same: no version bump."""
+
+
+ORIGIN_RUN: Final = "run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +193,15 @@ class EditorPromptRecord:
 class TurnEndRecord:
     kind: ClassVar[Literal["turn_end"]] = "turn_end"
     stop_reason: str
+    """The prompt's stop reason, or `TURN_FAILED` when it answered an error."""
     at: str
     """ISO 8601, UTC."""
+    error: str | None = None
+    """`TURN_FAILED`: what failed, as the user reads it. Old lines read the same (None):
+    no version bump."""
+
+
+TURN_FAILED: Final = "failed"
 
 
 Record: TypeAlias = (
@@ -339,10 +352,12 @@ RECORD_KINDS: Final = frozenset(_RECORD_TYPES)
 
 __all__ = [
     "EVENTS",
+    "ORIGIN_RUN",
     "PARTS",
     "RECORD_KINDS",
     "RECORD_VERSION",
     "TOOL_CONTENTS",
+    "TURN_FAILED",
     "UPGRADES",
     "ChoiceRecord",
     "CompactionRecord",

@@ -33,6 +33,7 @@ from ..messages import (
     UserMessageChunk,
 )
 from ..tools.permissions import PermissionMemory
+from .outcomes import replayed_end
 from .records import (
     ChoiceRecord,
     CompactionRecord,
@@ -44,6 +45,7 @@ from .records import (
     RootsRecord,
     SessionHeader,
     TitleRecord,
+    TurnEndRecord,
     UsageRecord,
 )
 
@@ -136,7 +138,8 @@ def permissions_in(
 
 def replay(records: Sequence[Record]) -> list[TurnEvent]:
     """What the user saw, in order: their prompts, the replies, thoughts, tool calls with
-    their final state, plans; then the title."""
+    their final state, plans, a line for each turn that failed or was cancelled; then the
+    title."""
     outputs = _tool_outputs(records)
     events: list[TurnEvent] = []
     title: str | None = None
@@ -154,6 +157,10 @@ def replay(records: Sequence[Record]) -> list[TurnEvent]:
                     events.append(shown)
             case TitleRecord(title=stored_title):
                 title = stored_title
+            case TurnEndRecord():
+                # A failed or cancelled turn shows what happened, not just the prompt.
+                if (end := replayed_end(record)) is not None:
+                    events.append(end)
     if title is not None:
         events.append(SessionInfoChanged(title=title))
     return events

@@ -35,7 +35,7 @@ from ..mcp_bridge import (
     merge_specs,
     specs_from_config,
 )
-from ..messages import Elicitation, Message, MessageChunk, TurnStopReason
+from ..messages import Elicitation, Message, MessageChunk, Notice, TurnEvent, TurnStopReason
 from ..tools import Tool
 from .channel import EditorLink
 from .mcp_tools import RunningCalls, mcp_tools
@@ -59,7 +59,7 @@ class _SessionServers:
     specs: tuple[McpServerSpec, ...]
     announced: bool = False
     """The editor knows the session id, so reports may go out."""
-    pending: list[str] = field(default_factory=list)
+    pending: list[TurnEvent] = field(default_factory=list)
     reported: dict[str, str | None] = field(default_factory=dict)
     """The last state told to the user, per server."""
     calls: RunningCalls = field(default_factory=RunningCalls)
@@ -164,8 +164,8 @@ class McpServers:
             return
         servers.announced = True
         pending, servers.pending = servers.pending, []
-        for text in pending:
-            await self.link.channel(session_id).emit(MessageChunk(text))
+        for event in pending:
+            await self.link.channel(session_id).emit(event)
 
     async def close(self, session_id: str) -> None:
         servers = self._sessions.pop(session_id, None)
@@ -187,10 +187,13 @@ class McpServers:
         if status.state in ("ready", "failed"):
             servers.reported[status.name] = status.error
         if text is not None:
+            # A client that shows notices keeps them out of the reply (`acp-agent run`
+            # prints only the reply on stdout); others read the bracketed line in it.
+            event = _notice(status) if self.link.shows_notices else MessageChunk(text)
             if servers.announced:
-                await self.link.channel(session_id).emit(MessageChunk(text))
+                await self.link.channel(session_id).emit(event)
             else:
-                servers.pending.append(text)
+                servers.pending.append(event)
         if servers.announced:
             await self.on_prompts_changed(session_id)
 
@@ -251,6 +254,15 @@ def _report(status: ServerStatus, last: str | None) -> str | None:
     if status.state == "ready" and last not in ("none", None):
         return f"\n[MCP server {status.name!r} is connected now: {len(status.tools)} tools.]\n"
     return None
+
+
+def _notice(status: ServerStatus) -> Notice:
+    """What `_report` says, as a notice: its first line is the title."""
+    if status.state != "failed":
+        return Notice(f"MCP server {status.name!r} is connected now: {len(status.tools)} tools")
+    title, *stderr = status.describe_failure().splitlines()
+    after = "The session goes on without it; it is retried before the next prompt. /mcp "
+    return Notice(title, "\n".join([*stderr, after + "shows every server."]), "warning")
 
 
 def _prompt_arguments(info: McpPromptInfo, typed: str) -> dict[str, str]:

@@ -60,7 +60,7 @@ from .errors import (
     SessionNotFound,
     StoreError,
 )
-from .records import Record, SessionHeader, TitleRecord, decode, encode, utc_now
+from .records import MessageRecord, Record, SessionHeader, TitleRecord, decode, encode, utc_now
 from .redaction import MIN_SECRET_LENGTH, REDACTED, Redactor, SecretSource
 
 if sys.platform != "win32":
@@ -89,6 +89,8 @@ class SessionSummary:
     created_at: str
     updated_at: str
     """ISO 8601 UTC, as `utc_now()` writes it (so that strings sort as times)."""
+    origin: str | None = None
+    """The header's: `ORIGIN_RUN` for `acp-agent run`, None for an editor's session."""
 
 
 Records: TypeAlias = list[Record]
@@ -207,6 +209,30 @@ class SessionStore:
         finally:
             os.close(fd)
 
+    def holder(self, session_id: str) -> int | None:
+        """The pid of the agent that has the session open (0 if it wrote none), None if no
+        process has it (or locks do not work here)."""
+        if sys.platform == "win32" or _ID.fullmatch(session_id) is None:
+            return None
+        try:
+            fd = os.open(self._log_path(session_id), os.O_RDONLY | _O_BINARY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: never in a writer's way
+        except BlockingIOError:
+            return _holder(self._lock_path(session_id)) or 0
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # drops our lock with it
+        return None
+
+    def prompted(self, session_id: str) -> bool:
+        """Whether the session's log holds a message (an editor that opens a session and
+        never prompts leaves one without); `SessionNotFound`, `SessionCorrupt` as `read`."""
+        return any(isinstance(record, MessageRecord) for record in self.read(session_id))
+
     def exists(self, session_id: str) -> bool:
         return _ID.fullmatch(session_id) is not None and self._log_path(session_id).is_file()
 
@@ -302,7 +328,7 @@ class SessionStore:
             updated = _canonical_time(header.created_at) or utc_now()
             summary = SessionSummary(
                 header.session_id, header.cwd, header.additional_roots, title,
-                header.created_at, updated,
+                header.created_at, updated, header.origin,
             )  # fmt: skip
             _atomic_write(self._meta_path(header.session_id), self._sidecar(summary))
         except BaseException:
@@ -324,6 +350,8 @@ class SessionStore:
             "created_at": summary.created_at,
             "updated_at": summary.updated_at,
         }
+        if summary.origin is not None:  # sidecars of editor sessions stay as they were
+            data["origin"] = summary.origin
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return (self._redactor.line(text) + "\n").encode("utf-8")
 
@@ -356,6 +384,7 @@ class SessionStore:
             titles[-1] if titles else None,
             header.created_at,
             datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            header.origin,
         )
         with suppress(OSError):
             _atomic_write(meta, self._sidecar(summary))
@@ -400,6 +429,11 @@ class SessionLog:
     @property
     def closed(self) -> bool:
         return self._fd is None
+
+    @property
+    def size(self) -> int:
+        """Bytes of the log, as written by this process."""
+        return self._size
 
     def append(self, record: Record) -> None:
         """Write one record as one line, handed to the OS at once (no fsync: see `sync`).
@@ -569,15 +603,17 @@ def _sidecar_summary(d: Any, session_id: str) -> SessionSummary:
         raise ValueError(f"summary format version {d.get('v')!r}, expected {SUMMARY_VERSION}")
     roots = d["additional_roots"]
     title = d.get("title")
+    origin = d.get("origin")
     updated = _canonical_time(d["updated_at"])
     summary = SessionSummary(
-        d["session_id"], d["cwd"], tuple(roots), title, d["created_at"], updated or ""
+        d["session_id"], d["cwd"], tuple(roots), title, d["created_at"], updated or "", origin
     )
     if (
         summary.session_id != session_id
         or type(summary.cwd) is not str
         or type(summary.created_at) is not str
         or not (title is None or type(title) is str)
+        or not (origin is None or type(origin) is str)
         or not all(type(root) is str for root in roots)
         or updated is None
     ):

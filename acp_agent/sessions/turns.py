@@ -34,9 +34,11 @@ from ..tools.permissions import PermissionMode, tools_for_mode
 from .channel import EditorLink, SessionChannel
 from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
 from .mentions import MentionReader, MentionsCancelled
+from .outcomes import failure_text, no_reply_marker, unanswered
 from .project import ProjectKnowledge
 from .recorder import TurnRecorder
 from .records import (
+    TURN_FAILED,
     PermissionsRecord,
     TitleRecord,
     TurnEndRecord,
@@ -113,22 +115,35 @@ class TurnRunner:
             context_guard=TurnCompaction(self._compactor(session, log, host.emit), host.emit),
         )
         stop: TurnStopReason = "cancelled"
+        failure: str | None = None
         try:
             async with channel.streaming():
                 prompt = await mentions.read(message)
                 stop = await turn.run(prompt, uuid.uuid4().hex)
         except MentionsCancelled:
             stop = "cancelled"
+        except Exception as exc:
+            failure = failure_text(exc)
+            raise
         finally:
+            if unanswered(session.history):
+                marker = no_reply_marker(failure, stop)
+                host.keep(marker, None)
+                session.history.append(marker)
             recorder.flush()
-            self._record_turn_end(session, log, stop, remembered)
+            self._record_turn_end(session, log, stop, remembered, failure)
             with anyio.CancelScope(shield=True), anyio.move_on_after(SYNC_SECONDS):
                 await log.sync()
                 await self._after_turn(session, log, channel)
         return stop
 
     def _record_turn_end(
-        self, session: Session, log: LogWriter, stop: TurnStopReason, remembered: Any
+        self,
+        session: Session,
+        log: LogWriter,
+        stop: TurnStopReason,
+        remembered: Any,
+        failure: str | None,
     ) -> None:
         reading = session.usage.last
         log.append(
@@ -141,7 +156,10 @@ class TurnRunner:
         if session.permissions.to_json() != remembered:
             memory = session.permissions.to_json()
             log.append(PermissionsRecord(tuple(memory["allowed"]), tuple(memory["rejected"])))
-        log.append(TurnEndRecord(stop, utc_now()))
+        if failure is not None:
+            log.append(TurnEndRecord(TURN_FAILED, utc_now(), failure))
+        else:
+            log.append(TurnEndRecord(stop, utc_now()))
 
     async def _after_turn(self, session: Session, log: LogWriter, channel: SessionChannel) -> None:
         """The first turn names the session (and has the title model name it better, beside

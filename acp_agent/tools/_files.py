@@ -31,7 +31,7 @@ async def read_current(ctx: ToolContext, path: Path) -> str | None:
     if not ctx.editor.can_read_files:
         return await LocalEditor().read_exact(str(path))
     try:
-        return await ctx.editor.read_text_file(str(path), None, None)
+        text = await ctx.editor.read_text_file(str(path), None, None)
     except ToolFailed as exc:
         if ctx.inside_roots(path):
             if not await anyio.to_thread.run_sync(os.path.lexists, path):
@@ -40,6 +40,25 @@ async def read_current(ctx: ToolContext, path: Path) -> str | None:
         if _MISSING.search(str(exc)):
             return None
         raise
+    if not text and await missing_locally(ctx, path):
+        return None
+    return text
+
+
+async def missing_locally(ctx: ToolContext, path: Path) -> bool:
+    """Whether the local disk shows `path` does not exist, where the disk can tell.
+
+    Some clients (Toad, CodeCompanion) answer a read of a missing file with empty content
+    instead of an error: taken as it is, the model believes the file exists and a new file
+    is reported as an overwrite. The disk can tell where the session's cwd is a directory
+    here (the editor and we see the same machine's files); elsewhere the empty content
+    stands.
+    """
+    return await anyio.to_thread.run_sync(_absent, path, ctx.cwd)
+
+
+def _absent(path: Path, cwd: Path) -> bool:
+    return cwd.is_dir() and not os.path.lexists(path)
 
 
 async def write_text(ctx: ToolContext, path: Path, content: str) -> None:
@@ -51,6 +70,9 @@ async def write_text(ctx: ToolContext, path: Path, content: str) -> None:
 
 async def read_page(ctx: ToolContext, path: Path, line: int, limit: int) -> str:
     """Lines `line`.. of the file, at most `limit`, for reading (not for writing back)."""
-    if ctx.editor.can_read_files:
-        return await ctx.editor.read_text_file(str(path), line, limit)
-    return await LocalEditor().read_text_file(str(path), line, limit)
+    if not ctx.editor.can_read_files:
+        return await LocalEditor().read_text_file(str(path), line, limit)
+    text = await ctx.editor.read_text_file(str(path), line, limit)
+    if not text and await missing_locally(ctx, path):
+        raise ToolFailed(f"{path}: the file does not exist")
+    return text

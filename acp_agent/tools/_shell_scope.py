@@ -195,16 +195,17 @@ def command_scopes(command: str, ctx: ToolContext, cwd: str | None = None) -> tu
 
 
 def describe_scopes(scopes: Sequence[str]) -> str:
-    """Plain words for what `scopes` cover: `ls …, echo … (paths inside the project)`,
-    `exactly: make test`, or both joined by "and"."""
+    """Plain words for what `scopes` cover, to follow "Always allow": `ls …, echo … on
+    paths inside the project`, `exactly "make test"`, or both joined by ", and"."""
     prefixes = [f"{s.removeprefix(PREFIX)} …" for s in scopes if s.startswith(PREFIX)]
-    exact = [s.removeprefix(EXACT) for s in scopes if s.startswith(EXACT)]
+    exact = [f'"{s.removeprefix(EXACT)}"' for s in scopes if s.startswith(EXACT)]
     pieces = []
     if prefixes:
-        pieces.append(f"{', '.join(prefixes)} (paths inside the project)")
+        pieces.append(f"{', '.join(prefixes)} on paths inside the project")
     if exact:
-        pieces.append(f"exactly: {', '.join(exact)}")
-    return " and ".join(pieces)
+        listed = exact[0] if len(exact) == 1 else f"{', '.join(exact[:-1])} and {exact[-1]}"
+        pieces.append(f"exactly {listed}")
+    return ", and ".join(pieces)
 
 
 # --- the parse tree --------------------------------------------------------------------------

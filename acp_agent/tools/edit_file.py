@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
-from ._text import first_changed_line, line_of, plural
+from ._text import display_path, first_changed_line, line_of, plural
 from .base import OneFile, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
 
 MAX_LISTED_MATCHES = 5
@@ -71,7 +71,7 @@ class EditFile(OneFile, Tool[EditFileParams]):
     params_model = EditFileParams
 
     def title(self, params: EditFileParams, ctx: ToolContext) -> str:
-        return f"Edit {ctx.resolve(params.path)}"
+        return f"Edit {display_path(ctx.resolve(params.path), ctx.cwd)}"
 
     async def preview(self, params: EditFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path, old, new, _ = await _planned(params, ctx)

@@ -153,6 +153,8 @@ async def _read_text(
             # allowed the read, and the disk has the file.
             log.info("the editor could not read %s (%s); reading it from disk", path, exc)
         else:
+            if not text and info.kind == "missing":
+                return None, True  # a client that answers a missing file with empty content
             stopped_short = asked != limit and count_lines(text) >= (asked or 0)
             return text, not stopped_short
     if info.kind == "missing":

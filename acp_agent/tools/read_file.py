@@ -38,12 +38,12 @@ class ReadFile(Tool[ReadFileParams]):
     params_model = ReadFileParams
 
     def title(self, params: ReadFileParams, ctx: ToolContext) -> str:
-        path = ctx.resolve(params.path)
+        where = display_path(ctx.resolve(params.path), ctx.cwd)
         if params.line is None and params.limit is None:
-            return f"Read {path}"
+            return f"Read {where}"
         first = params.line or 1
         last = f"{first + params.limit - 1}" if params.limit else "end"
-        return f"Read {path} (lines {first}-{last})"
+        return f"Read {where} (lines {first}-{last})"
 
     def locations(self, params: ReadFileParams, ctx: ToolContext) -> tuple[Location, ...]:
         return (Location(str(ctx.resolve(params.path)), params.line or 1),)
@@ -57,7 +57,7 @@ class ReadFile(Tool[ReadFileParams]):
         # disk does not have, or holds as text, is read through the editor as before.
         image = await read_image(path)
         if image is not None:
-            return _image_outcome(path, image)
+            return _image_outcome(path, image, display_path(path, ctx.cwd))
         first = params.line or 1
         wanted = min(params.limit or MAX_LINES, MAX_LINES)
         # One line more than we show tells whether the file goes on.
@@ -82,7 +82,7 @@ class ReadFile(Tool[ReadFileParams]):
             model_text=numbered + notice,
             display=(TextPart(_display(shown_lines, first, path, ctx) if lines else numbered),),
             locations=(Location(str(path), first),),
-            title=f"Read {path} (lines {first}-{max(last, first)})",
+            title=_read_title(path, ctx, first, shown),
             raw_output={
                 "path": str(path),
                 "line": first,
@@ -93,7 +93,20 @@ class ReadFile(Tool[ReadFileParams]):
         )
 
 
-def _image_outcome(path: Path, image: DiskImage) -> ToolOutcome:
+def _read_title(path: Path, ctx: ToolContext, first: int, shown: int) -> str:
+    """What was read: its range, or that there was nothing to read (no `lines 1-1` for an
+    empty file)."""
+    where = display_path(path, ctx.cwd)
+    if shown == 0:
+        return (
+            f"Read {where} (empty)"
+            if first == 1
+            else f"Read {where} (nothing after line {first - 1})"
+        )
+    return f"Read {where} (lines {first}-{first + shown - 1})"
+
+
+def _image_outcome(path: Path, image: DiskImage, where: str) -> ToolOutcome:
     """The image for the model, after a line saying what it is and what was done to it; a
     model that reads no images gets a note in its place when the request is made."""
     text = f"Image {path}: {image.summary()}"
@@ -105,7 +118,7 @@ def _image_outcome(path: Path, image: DiskImage) -> ToolOutcome:
         ),
         display=(TextPart(text),),
         locations=(Location(str(path)),),
-        title=f"Read {path}",
+        title=f"Read {where}",
         raw_output={
             "path": str(path),
             "mime_type": image.mime_type,

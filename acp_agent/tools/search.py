@@ -82,7 +82,7 @@ class Search(Tool[SearchParams]):
             parts.append(f"grep {params.grep!r}")
         if params.glob:
             parts.append(f"files {params.glob}")
-        where = f" in {ctx.resolve(params.path)}" if params.path else ""
+        where = f" in {display_path(ctx.resolve(params.path), ctx.cwd)}" if params.path else ""
         return "Search " + ", ".join(parts) + where
 
     def paths(self, params: SearchParams, ctx: ToolContext) -> tuple[Path, ...]:

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
-from ._text import count_lines, first_changed_line, plural
+from ._text import count_lines, display_path, first_changed_line, plural
 from .base import OneFile, Tool, ToolContext, ToolOutcome, ToolParams
 
 
@@ -29,7 +29,7 @@ class WriteFile(OneFile, Tool[WriteFileParams]):
     params_model = WriteFileParams
 
     def title(self, params: WriteFileParams, ctx: ToolContext) -> str:
-        return f"Write {ctx.resolve(params.path)}"
+        return f"Write {display_path(ctx.resolve(params.path), ctx.cwd)}"
 
     async def preview(self, params: WriteFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path = ctx.resolve(params.path)

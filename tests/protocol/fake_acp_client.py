@@ -60,6 +60,9 @@ class FakeClient:
         self.permission_answer: PermissionAnswer = selected("allow_once")
         self.answer_overrides: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {}
         """Per method: answer the agent's request yourself (send the reply)."""
+        self.missing_files_read_empty = False
+        """Answer `fs/read_text_file` of a missing file with empty content, as Toad and
+        CodeCompanion do, instead of an error."""
 
     # --- sending -------------------------------------------------------------------------
 
@@ -182,10 +185,13 @@ class FakeClient:
                 try:
                     reply["result"] = {"content": _read_lines(params)}
                 except FileNotFoundError:
-                    reply["error"] = {
-                        "code": -32002,
-                        "message": f"Resource not found: {params['path']}",
-                    }
+                    if self.missing_files_read_empty:
+                        reply["result"] = {"content": ""}
+                    else:
+                        reply["error"] = {
+                            "code": -32002,
+                            "message": f"Resource not found: {params['path']}",
+                        }
             case "fs/write_text_file":
                 await anyio.Path(params["path"]).write_text(params["content"])
                 reply["result"] = {}

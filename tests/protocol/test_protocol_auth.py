@@ -12,17 +12,22 @@ import copy
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 from acp.schema import InitializeResponse
-from fake_acp_client import ZED_CLIENT_CAPABILITIES, ZED_INITIALIZE, FakeClient
+from fake_acp_client import TIMEOUT, ZED_CLIENT_CAPABILITIES, ZED_INITIALIZE, FakeClient
 
+from acp_agent.cli import agent_loader
 from acp_agent.credentials import CredentialStore, credentials_path
+from acp_agent.protocol.server import serve
+from acp_agent.rpc.framing import StreamSink, StreamSource
 from acp_agent.sessions.store import default_state_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -305,3 +310,37 @@ def test_zed_capabilities_in_the_fake_client_are_zeds() -> None:
     assert ZED_CLIENT_CAPABILITIES["auth"] == {"terminal": True}
     assert ZED_CLIENT_CAPABILITIES["_meta"]["terminal-auth"] is True
     assert isinstance(FakeClient, type)
+
+
+async def test_authenticate_answers_while_the_agent_is_still_starting(tmp_path: Path) -> None:
+    """CodeCompanion calls it before its first prompt: it must not wait for the warm-up
+    (config, providers), which here lasts until both answers have arrived."""
+    answered = threading.Event()
+    load = agent_loader(None, {})
+
+    def slow_load() -> Any:
+        answered.wait(TIMEOUT)
+        return load()
+
+    to_agent, agent_input = anyio.create_memory_object_stream[bytes](64)
+    agent_output, from_agent = anyio.create_memory_object_stream[bytes](64)
+    async with anyio.create_task_group() as tg:
+        client = FakeClient(to_agent, tg)
+
+        async def run_agent() -> None:
+            async with agent_output:
+                await serve(StreamSource(agent_input), StreamSink(agent_output), load=slow_load)
+
+        tg.start_soon(run_agent)
+        tg.start_soon(client.read_frames, from_agent)
+        await client.initialize()
+        with anyio.fail_after(TIMEOUT / 2):
+            result = await client.call("authenticate", {"methodId": "acp-agent-config"})
+            error = await client.error("authenticate", {"methodId": "nope"})
+        answered.set()
+        session_id = await client.new_session(tmp_path)  # the agent then starts as before
+        await client.close()
+
+    assert result == {}
+    assert error["code"] == INVALID_PARAMS and "acp-agent-config" in error["data"]["details"]
+    assert session_id

@@ -25,7 +25,7 @@ models = [{ id = "echo" }]
 
 [providers.deep]
 type = "echo"
-models = [{ id = "thinker" }]
+models = [{ id = "thinker", reasoning = true }]
 """
 
 
@@ -185,7 +185,8 @@ async def test_help_lists_every_command_with_its_description(
         line.startswith("- /mode ask | accept-edits | bypass | read-only: ") for line in lines
     )
     assert "- /help: List the commands" in lines
-    assert any(line.startswith("- /compact focus (optional): Summarise") for line in lines)
+    assert any(line.startswith("- /compact [focus]: Summarise") for line in lines)
+    assert any(line.startswith("- /think off | low | medium | high: Set how") for line in lines)
     assert any(line.startswith("- /mcp: ") for line in lines)
 
 
@@ -216,3 +217,27 @@ async def test_every_route_to_a_mode_change_sends_current_mode_update(
     assert current(by_set_mode[1]["configOptions"], "mode") == "bypass"
     assert [u.get("currentModeId") for u in by_command if "currentModeId" in u] == ["ask"]
     assert_valid(client)
+
+
+async def test_think_sets_the_thought_level_for_clients_without_a_config_option_picker(
+    connection: Connection, config_file: str, tmp_path: Path
+) -> None:
+    """Toad shows no config options: `/think LEVEL` is its way to the thought level."""
+    async with connection(config_file) as client:
+        session_id = await started(client, tmp_path)
+        _, plain = await command(client, session_id, "/think high")
+        await command(client, session_id, "/model deep/thinker")
+        _, listing = await command(client, session_id, "/think")
+        answer, switched = await command(client, session_id, "/think high")
+        _, unknown = await command(client, session_id, "/think extreme")
+        assert_valid(client)
+
+    assert reply_text(plain) == "fast/echo does not reason: it has no thought levels."
+    assert reply_text(listing).startswith("Thought levels:\n- off\n")
+    assert "Set one with /think level." in reply_text(listing)
+    assert answer["result"] == {"stopReason": "end_turn"}
+    assert reply_text(switched) == "Thought level set to high."
+    [update] = [u for u in switched if u["sessionUpdate"] == "config_option_update"]
+    assert current(update["configOptions"], "thought_level") == "high"
+    assert reply_text(unknown).startswith("There is no thought level 'extreme'.")
+    assert "- high  (current)" in reply_text(unknown)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -358,9 +359,16 @@ async def test_a_plain_client_is_told_with_the_share_of_the_window_that_was_used
         assert_valid(client)
 
     [note] = notes
-    share = note.removeprefix("[Context compacted: ").split("%")[0]
-    assert int(share) > 60  # past the threshold
-    assert note.endswith("; 2 earlier messages summarised.]\n\n")
+    # "[Context compacted: 3.1K of 4.0K tokens (78%) of the context window used; …"
+    figures = re.fullmatch(
+        r"\[Context compacted: ([\d.]+)K of ([\d.,]+)K tokens \((\d+)%\) of the context "
+        r"window used; 2 earlier messages summarised\.\]\n\n",
+        note,
+    )
+    assert figures is not None, note
+    used, window, percent = (float(value.replace(",", "")) for value in figures.groups())
+    assert percent > 60  # past the threshold
+    assert abs(100 * used / window - percent) < 3
 
 
 # --- load ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from acp.meta import AGENT_METHODS
 from acp.schema import NewSessionResponse, PromptResponse
 
-from acp_agent.protocol.methods import NOTIFICATIONS, REQUESTS
+from acp_agent.protocol.methods import HANDSHAKE, NOTIFICATIONS, REQUESTS
 from acp_agent.protocol.requests import ModelReader
 
 pytestmark = pytest.mark.anyio
@@ -30,13 +30,14 @@ def prompt_params(session_id: str, text: str = "hi") -> dict[str, Any]:
 
 def test_every_method_we_serve_exists_in_the_schema() -> None:
     schema_methods = set(AGENT_METHODS.values())
-    served = set(REQUESTS) | set(NOTIFICATIONS)
+    served = set(REQUESTS) | set(NOTIFICATIONS) | HANDSHAKE
     assert served - LEGACY_METHODS <= schema_methods
-    assert "initialize" in schema_methods
+    assert schema_methods >= HANDSHAKE
 
 
 def test_requests_and_notifications_do_not_overlap() -> None:
     assert not set(REQUESTS) & set(NOTIFICATIONS)
+    assert not HANDSHAKE & (set(REQUESTS) | set(NOTIFICATIONS))
 
 
 def test_the_core_methods_are_served() -> None:
@@ -72,7 +73,7 @@ async def test_a_schema_method_is_answered_exactly_when_the_table_routes_it(
     """Each request method the table routes is served (whatever its params' fate); every
     other schema method, notifications sent as requests included, answers -32601."""
     tabled = set(REQUESTS) | set(NOTIFICATIONS)
-    candidates = (set(AGENT_METHODS.values()) | tabled) - {"initialize"}
+    candidates = (set(AGENT_METHODS.values()) | tabled) - HANDSHAKE
     answered = set()
     async with connection() as client:
         await client.initialize()

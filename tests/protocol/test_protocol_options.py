@@ -153,7 +153,7 @@ async def test_the_model_command_is_advertised_after_the_session_exists_and_swit
     answer_index = client.index_of(lambda f: f.get("result", {}).get("sessionId") == session_id)
     assert client.frames.index(commands) > answer_index
     names = [c["name"] for c in commands["params"]["update"]["availableCommands"]]
-    assert names[:3] == ["model", "mode", "mcp"]
+    assert names[:4] == ["model", "mode", "think", "mcp"]
     assert listing["result"]["stopReason"] == "end_turn"
     assert switched["result"]["stopReason"] == "end_turn"
     text = "".join(

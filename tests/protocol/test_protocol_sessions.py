@@ -521,9 +521,7 @@ async def test_list_pages_with_a_cursor_and_filters_by_cwd(
         created_here = [await client.new_session(here) for _ in range(57)]
         created_there = [await client.new_session(there) for _ in range(3)]
         await run_prompt(client, created_there[0], "the one with a title")
-
-    async with connection() as client:
-        await client.initialize()
+        # Listed while they are open: sessions never used are not kept past their close.
         first = await client.call("session/list", {})
         second = await client.call("session/list", {"cursor": first["nextCursor"]})
         filtered = await client.call("session/list", {"cwd": str(there)})
@@ -642,6 +640,7 @@ async def test_additional_directories_are_listed_and_replaced_by_each_load(
         await client.initialize()
         session_id = await client.new_session(project, additionalDirectories=[str(library)])
         [listed] = (await client.call("session/list", {}))["sessions"]
+        await run_prompt(client, session_id, "hello")  # a session never used is not kept
 
     assert listed["additionalDirectories"] == [str(library)]
 

@@ -85,7 +85,7 @@ async def test_an_edit_asks_with_its_diff_and_locations_then_the_same_call_compl
     assert started == {
         "sessionUpdate": "tool_call",
         "toolCallId": call_id,
-        "title": f"Edit {target}",
+        "title": "Edit notes.txt",
         "kind": "edit",
         "status": "pending",
         "name": "edit_file",
@@ -96,7 +96,7 @@ async def test_an_edit_asks_with_its_diff_and_locations_then_the_same_call_compl
     tool_call = asked["permission"]["toolCall"]
     assert tool_call == {
         "toolCallId": call_id,
-        "title": f"Edit {target}",
+        "title": "Edit notes.txt",
         "kind": "edit",
         "name": "edit_file",
         "rawInput": arguments,

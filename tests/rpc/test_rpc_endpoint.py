@@ -914,6 +914,6 @@ async def test_a_late_answer_to_a_request_given_up_is_dropped_quietly(
         assert await wire.receive() == cancel_request(outbound["id"])
         await wire.send({"jsonrpc": "2.0", "id": outbound["id"], "error": {"code": -32800}})
         await assert_still_serving(wire)
-    records = [r for r in caplog.records if r.name.startswith("acp_agent.rpc")]
+    records = [r for r in caplog.records if r.name == "acp_agent.rpc.endpoint"]  # not frames
     assert [r.levelno for r in records] == [logging.DEBUG]
     assert "abandoned" in records[0].getMessage()

@@ -103,6 +103,16 @@ def test_the_model_reads_each_link_where_it_was_typed_and_the_contents_after_the
     ]
 
 
+def test_a_link_the_editor_sent_without_spaces_is_not_glued_to_the_text() -> None:
+    """Toad and CodeCompanion send the typed text and the mention with nothing between."""
+    link = ResourceLinkPart("file:///w/notes.txt", "notes.txt", context=(TextPart("<file/>"),))
+    parts = model_parts([TextPart("summarise [[this]]"), link, TextPart("please")])
+    assert parts == [
+        TextPart("summarise [[this]] [@notes.txt](file:///w/notes.txt) please"),
+        TextPart("<file/>"),
+    ]
+
+
 def test_a_message_without_links_is_read_as_it_is() -> None:
     parts = [TextPart("a"), TextPart("b")]
     assert model_parts(parts) is parts

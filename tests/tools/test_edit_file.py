@@ -250,3 +250,16 @@ async def test_the_completed_edit_reports_a_small_summary_as_raw_output(
         "replacements": 3,
         "first_changed_line": 2,
     }
+
+
+async def test_a_missing_file_answered_with_empty_content_points_to_write_file(
+    root: Path,
+) -> None:
+    """Toad and CodeCompanion answer a read of a missing file with ""."""
+    editor = FakeEditor(missing_reads_empty=True)
+    params = EditFileParams(path="gone.py", old_text="a", new_text="b")
+
+    with pytest.raises(ToolFailed, match=r"no such file\. Use write_file"):
+        await TOOL.run(params, make_context(root, editor))
+
+    assert editor.writes == []

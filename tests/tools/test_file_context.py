@@ -88,8 +88,13 @@ async def test_one_line_longer_than_the_limit_is_cut_within_it(local_ctx: ToolCo
     assert text.count("é") == 512
 
 
-async def test_a_missing_file_is_a_note_through_the_editor_or_not(root: Path) -> None:
-    for editor in (FakeEditor(), FakeEditor(can_read_files=False)):
+async def test_a_missing_file_is_a_note_through_any_editor_or_none(root: Path) -> None:
+    # missing_reads_empty: Toad and CodeCompanion answer a missing file with "".
+    for editor in (
+        FakeEditor(),
+        FakeEditor(can_read_files=False),
+        FakeEditor(missing_reads_empty=True),
+    ):
         parts = await read_context(make_context(root, editor), root / "gone.py", max_bytes=4096)
         assert (
             text_of(parts) == f"[the mentioned file {root}/gone.py was not read: it does not exist]"

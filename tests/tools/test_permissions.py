@@ -287,7 +287,7 @@ def test_the_scope_can_be_described_for_an_always_option(ctx: ToolContext) -> No
     memory = PermissionMemory()
 
     assert memory.describe(*call("shell", command="git status -s && make"), ctx) == (
-        "git status … (paths inside the project) and exactly: make"
+        'git status … on paths inside the project, and exactly "make"'
     )
     assert memory.describe(*call("shell", command="rm -rf x"), ctx) is None
     assert memory.describe(*call("edit_file", path="a", old_text="a", new_text="b"), ctx) == (
@@ -298,15 +298,18 @@ def test_the_scope_can_be_described_for_an_always_option(ctx: ToolContext) -> No
 @pytest.mark.parametrize(
     ("command", "label"),
     [
-        ("ls && echo a && echo b", "ls …, echo … (paths inside the project)"),
-        ("git status -s; git status", "git status … (paths inside the project)"),
-        ("make test", "exactly: make test"),
-        ("make test && make test", "exactly: make test"),
-        ("make 'a b'", "exactly: make 'a b'"),
-        ("cd src && make test; npm run lint", "exactly: cd src, make test, npm run lint"),
+        ("ls && echo a && echo b", "ls …, echo … on paths inside the project"),
+        ("git status -s; git status", "git status … on paths inside the project"),
+        ("make test", 'exactly "make test"'),
+        ("make test && make test", 'exactly "make test"'),
+        ("make 'a b'", "exactly \"make 'a b'\""),
+        (
+            "cd src && make test; npm run lint",
+            'exactly "cd src", "make test" and "npm run lint"',
+        ),
         (
             "git status -s && make test 2>&1 | tail -5",
-            "git status …, tail … (paths inside the project) and exactly: make test",
+            'git status …, tail … on paths inside the project, and exactly "make test"',
         ),
         ("cat ~/.ssh/id_rsa", None),
         ("cat README.md > ~/x", None),
@@ -328,11 +331,11 @@ def test_the_always_options_name_exactly_what_they_cover(ctx: ToolContext) -> No
 
     assert options("ls && echo a && echo b") == [
         ("allow_once", "Allow"),
-        ("allow_always", "Always allow ls …, echo … (paths inside the project)"),
+        ("allow_always", "Always allow ls …, echo … on paths inside the project"),
         ("reject_once", "Reject"),
-        ("reject_always", "Always reject ls …, echo … (paths inside the project)"),
+        ("reject_always", "Always reject ls …, echo … on paths inside the project"),
     ]
-    assert options("make test")[1] == ("allow_always", "Always allow exactly: make test")
+    assert options("make test")[1] == ("allow_always", 'Always allow exactly "make test"')
     assert options("cat /etc/passwd") == [("allow_once", "Allow"), ("reject_once", "Reject")]
 
 

@@ -50,6 +50,8 @@ async def test_the_last_page_has_no_continuation_notice(root: Path) -> None:
 
 
 async def test_reading_past_the_end_and_an_empty_file_say_so(root: Path) -> None:
+    (root / "a.txt").write_text(numbered(2))
+    (root / "empty").write_text("")
     editor = FakeEditor({str(root / "a.txt"): numbered(2), str(root / "empty"): ""})
     ctx = make_context(root, editor)
 
@@ -127,6 +129,7 @@ async def test_a_path_a_fence_cannot_name_and_an_empty_file_still_show_something
     root: Path,
 ) -> None:
     spaced, empty = str(root / "my notes.txt"), str(root / "empty")
+    (root / "empty").write_text("")
     editor = FakeEditor({spaced: "hello\n", empty: ""})
     ctx = make_context(root, editor)
 
@@ -136,6 +139,44 @@ async def test_a_path_a_fence_cannot_name_and_an_empty_file_still_show_something
     assert named.display == (TextPart("```\nhello\n```"),)
     assert nothing.display == (TextPart("[empty file]"),)
     assert nothing.raw_output is not None and nothing.raw_output["lines"] == 0
+
+
+async def test_titles_name_the_project_relative_path_and_say_when_nothing_was_read(
+    root: Path, tmp_path: Path
+) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "a.py").write_text("x = 1\ny = 2\n")
+    (root / "empty.txt").write_text("")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("far\n")
+    ctx = make_context(root, FakeEditor(can_read_files=False))
+
+    read = await TOOL.run(ReadFileParams(path="src/a.py"), ctx)
+    empty = await TOOL.run(ReadFileParams(path="empty.txt"), ctx)
+    past = await TOOL.run(ReadFileParams(path="src/a.py", line=5), ctx)
+    far = await TOOL.run(ReadFileParams(path=str(outside)), ctx)
+
+    assert TOOL.title(ReadFileParams(path=str(root / "src/a.py")), ctx) == "Read src/a.py"
+    assert read.title == "Read src/a.py (lines 1-2)"
+    assert empty.title == "Read empty.txt (empty)"
+    assert past.title == "Read src/a.py (nothing after line 4)"
+    assert far.title == f"Read {outside} (lines 1-1)"
+    assert read.locations == (Location(str(root / "src/a.py"), 1),)  # the editor's: absolute
+
+
+async def test_a_client_that_answers_a_missing_file_with_empty_content_hears_it_does_not_exist(
+    root: Path,
+) -> None:
+    """Toad and CodeCompanion answer a read of a missing file with "": the disk decides."""
+    (root / "empty.txt").write_text("")
+    editor = FakeEditor({str(root / "empty.txt"): ""}, missing_reads_empty=True)
+    ctx = make_context(root, editor)
+
+    with pytest.raises(ToolFailed, match="the file does not exist"):
+        await TOOL.run(ReadFileParams(path="nope.txt"), ctx)
+    empty = await TOOL.run(ReadFileParams(path="empty.txt"), ctx)
+
+    assert empty.model_text == "[empty file]"
 
 
 async def test_a_very_long_read_is_cut_for_the_user_but_not_for_the_model(

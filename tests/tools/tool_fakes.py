@@ -60,6 +60,7 @@ class FakeEditor:
         can_run_terminals: bool = True,
         terminals: Sequence[ScriptedTerminal] = (),
         read_errors: Mapping[str, str] | None = None,
+        missing_reads_empty: bool = False,
     ) -> None:
         self.files = dict(files or {})
         self.can_read_files = can_read_files
@@ -67,6 +68,8 @@ class FakeEditor:
         self.can_run_terminals = can_run_terminals
         self.scripts = list(terminals)
         self.read_errors = dict(read_errors or {})
+        self.missing_reads_empty = missing_reads_empty
+        """Answer a read of a file it does not have with empty content (Toad, CodeCompanion)."""
         self.terminals: dict[str, _Terminal] = {}
         self.calls: list[tuple[Any, ...]] = []
         self._ids = itertools.count(1)
@@ -79,6 +82,8 @@ class FakeEditor:
         if path in self.read_errors:
             raise ToolFailed(f"the editor could not read {path}: {self.read_errors[path]}")
         if path not in self.files:
+            if self.missing_reads_empty:
+                return ""
             raise ToolFailed(f"the editor could not read {path}: Internal error")
         lines = self.files[path].splitlines(keepends=True)
         first = (line or 1) - 1
