@@ -320,21 +320,24 @@ def test_a_session_open_in_a_running_agent_is_never_deleted_or_pruned(tmp_path: 
 # --- sessions nobody prompted ---------------------------------------------------------------
 
 
-def test_a_session_never_prompted_is_listed_while_open_and_gone_after_exit(tmp_path: Path) -> None:
+def test_a_session_never_prompted_is_listed_only_while_open_and_can_still_be_resumed(
+    tmp_path: Path,
+) -> None:
     with editor(tmp_path) as agent:
         bare = agent.new_session(tmp_path)
         used = agent.new_session(tmp_path)
         agent.prompt(used, "hello")
-        closed = agent.new_session(tmp_path)
         in_list = {s["sessionId"] for s in agent.call("session/list", {})["sessions"]}
-        agent.call("session/close", {"sessionId": closed})
-        after_close = stored_files()
-        status = agent.exit()
+        assert agent.exit() == 0
 
-    assert in_list == {bare, used, closed}
-    assert f"{closed}.jsonl" not in after_close and f"{bare}.jsonl" in after_close
-    assert status == 0
-    assert stored_files() == [f"{used}.jsonl", f"{used}.meta.json"]
+    with editor(tmp_path) as agent:
+        listed_later = {s["sessionId"] for s in agent.call("session/list", {})["sessions"]}
+        # A client that named it (acpx `sessions new --name`) resumes it by its id.
+        agent.call("session/resume", {"sessionId": bare, "cwd": str(tmp_path), "mcpServers": []})
+        assert agent.exit() == 0
+
+    assert in_list == {bare, used}
+    assert listed_later == {used}
 
 
 # --- retention when the agent starts -----------------------------------------------------------

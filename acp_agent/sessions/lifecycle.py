@@ -25,7 +25,7 @@ from ..messages import EditorPrompt, TextPart, ToolCallStarted, ToolCallUpdated,
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink
 from .choices import Choices
-from .errors import SessionLocked, SessionNotFound, UnknownSession
+from .errors import SessionNotFound, UnknownSession
 from .live import Live, LiveSessions
 from .records import (
     ChoiceRecord,
@@ -38,7 +38,7 @@ from .records import (
 from .restore import StoredSession, permissions_in, replay, restore, same_roots
 from .servers import McpServers
 from .session import Session
-from .store import SessionLog, SessionStore, SummaryPage
+from .store import SessionLog, SessionStore, SessionSummary, SummaryPage
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +162,17 @@ class Lifecycle:
         return entry.session
 
     def summaries(self, cwd: Path | None = None, cursor: str | None = None) -> SummaryPage:
-        """One page of the stored sessions, newest first; `ValueError` for a bad cursor."""
-        return self.store.list(str(cwd) if cwd is not None else None, cursor)
+        """One page of the stored sessions, newest first; `ValueError` for a bad cursor.
+
+        A session that never got a prompt (no title) is listed only while it is open here:
+        a chat client that opens one per window would fill its resume list with bare ids.
+        It stays stored (a client may have named it to use later, as acpx does) until the
+        start-up sweep removes it (`retention.EMPTY_GRACE`)."""
+
+        def shown(summary: SessionSummary) -> bool:
+            return summary.title is not None or self.live.get(summary.session_id) is not None
+
+        return self.store.list(str(cwd) if cwd is not None else None, cursor, shown=shown)
 
     def get(self, session_id: str) -> Live:
         """The live session (one let go is not live: `UnknownSession`)."""
@@ -198,7 +207,6 @@ class Lifecycle:
             await entry.session.wait_idle()  # the cancelled turn writes its end to the log
             await entry.session.end_aside()
         await self._release(entry)
-        self._forget_if_never_prompted(entry)
         for child_id in entry.session.children:  # its subagents end with it
             if self.live.get(child_id) is not None or self.live.parked(child_id) is not None:
                 await self.close(child_id)
@@ -219,20 +227,7 @@ class Lifecycle:
                 group.start_soon(entry.session.tool_state.jobs.close)
         for entry in self.live:
             entry.close()
-            self._forget_if_never_prompted(entry)
-        await self.servers.aclose()
-
-    def _forget_if_never_prompted(self, entry: Live) -> None:
-        """A closed session that was never used (no prompt, no choice) leaves nothing
-        behind: a chat client that opens one per window would fill its `/resume` list with
-        bare ids."""
-        if not entry.unused or entry.session.history or not entry.writer.closed:
-            return
-        try:
-            self.store.delete(entry.session.id)
-        except (SessionNotFound, SessionLocked):
-            return  # gone already, or another agent opened it meanwhile: it is theirs
-        log.debug("session %s: never prompted, removed from the store", entry.session.id)
+            await self.servers.aclose()
 
     async def _go_live(self, entry: Live) -> None:
         """A session new to this process joins the live ones, its servers connecting."""

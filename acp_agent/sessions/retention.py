@@ -26,7 +26,7 @@ from .store import SessionStore, SessionSummary
 
 log = logging.getLogger(__name__)
 
-EMPTY_GRACE: Final = timedelta(hours=1)
+EMPTY_GRACE: Final = timedelta(days=7)
 """How old a never-prompted session that no agent holds open must be to be swept away."""
 _DURATION: Final = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

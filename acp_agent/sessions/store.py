@@ -41,7 +41,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -239,7 +239,12 @@ class SessionStore:
     # --- all sessions --------------------------------------------------------------------
 
     def list(
-        self, cwd: str | None = None, cursor: str | None = None, page_size: int = 50
+        self,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        page_size: int = 50,
+        *,
+        shown: Callable[[SessionSummary], bool] | None = None,
     ) -> SummaryPage:
         """One page of summaries, newest `updated_at` first (ties by id), and the cursor of
         the next page (None on the last).
@@ -251,6 +256,8 @@ class SessionStore:
         if page_size < 1:
             raise ValueError(f"page size must be at least 1, not {page_size}")
         items = self.summaries()
+        if shown is not None:
+            items = [s for s in items if shown(s)]
         if cwd is not None:
             wanted = os.path.normpath(cwd)
             items = [s for s in items if os.path.normpath(s.cwd) == wanted]

@@ -20,6 +20,8 @@ from typing import Literal, TypeAlias
 
 import anyio
 
+from ._output import OutputCapture
+
 HEAD_BYTES = 8 * 1024
 TAIL_BYTES = 64 * 1024
 STOP_SECONDS = 5.0
@@ -31,36 +33,16 @@ NOTE_COMMAND_CHARS = 80
 Where: TypeAlias = Literal["local", "terminal"]
 
 
-class OutputBuffer:
-    """A stream's first `head` bytes and its last `tail` bytes, by absolute offset."""
+class OutputBuffer(OutputCapture):
+    """A job's output: the first `head` bytes and the last `tail` bytes, by absolute offset."""
 
     def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
-        self._head_limit = head
-        self._tail_limit = tail
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.total = 0
-        """Bytes written so far, kept or not."""
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self._head_limit - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if data:
-            self._tail += data
-            del self._tail[: max(0, len(self._tail) - self._tail_limit)]
+        super().__init__(head, tail)
 
     def last(self, count: int) -> bytes:
         """The last `count` bytes written (fewer when fewer are kept)."""
         kept = self._head + self._tail if len(self._tail) < count else self._tail
         return bytes(kept[-count:])
-
-    @property
-    def dropped(self) -> int:
-        """Bytes between the head and the tail that are no longer kept."""
-        return self.total - len(self._head) - len(self._tail)
 
     def since(self, offset: int) -> tuple[bytes, int, bytes]:
         """What is kept of the bytes from `offset` on: (from the head, bytes dropped

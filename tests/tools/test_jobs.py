@@ -415,7 +415,7 @@ def test_the_output_buffer_keeps_its_head_and_a_ring_of_its_tail_by_offset() -> 
     assert buffer.since(7) == (b"", 3, b"abcdef")
     assert buffer.since(12) == (b"", 0, b"cdef")
     assert buffer.since(16) == (b"", 0, b"")
-    assert buffer.dropped == 6
+    assert buffer.omitted == 6
     assert (HEAD_BYTES, TAIL_BYTES) == (8 * 1024, 64 * 1024)
 
 
