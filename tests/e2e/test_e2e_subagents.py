@@ -198,19 +198,28 @@ async def test_a_subagent_cannot_start_subagents_of_its_own(
     assert "There is no tool named 'agent'" in json.dumps(fake_llm.requests[2]["messages"])
 
 
+async def slow_child_streaming(
+    conn: Any, editor: Editor, workspace: Path
+) -> tuple[str, str, asyncio.Future[Any]]:
+    """A new session whose prompt starts one slow subagent, once the child streams: the
+    parent's id, the child's id and the parent's running prompt."""
+    session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+    parent = session.session_id
+    slow = "[[slow 1]] " + " ".join(f"w{i}" for i in range(30))
+    turn = asyncio.ensure_future(
+        conn.prompt(session_id=parent, prompt=[text_block(agent_call("slow", slow))])
+    )
+    await editor.wait_for(lambda: subagent_updates(editor, parent))
+    child = str(subagent_updates(editor, parent)[0]["sessionId"])
+    await editor.wait_for(lambda: editor.text(child))
+    return parent, child, turn
+
+
 async def test_cancelling_a_child_by_its_id_stops_only_the_child(
     fake_llm: FakeLLM, agent_env: dict[str, str], agent_stderr: Path, workspace: Path
 ) -> None:
-    slow = "[[slow 1]] " + " ".join(f"w{i}" for i in range(30))
     async with connected(agent_env, agent_stderr, workspace, subagents=True) as (conn, editor):
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        parent = session.session_id
-        turn = asyncio.ensure_future(
-            conn.prompt(session_id=parent, prompt=[text_block(agent_call("slow", slow))])
-        )
-        await editor.wait_for(lambda: subagent_updates(editor, parent))
-        child = subagent_updates(editor, parent)[0]["sessionId"]
-        await editor.wait_for(lambda: editor.text(child))  # the child is streaming
+        parent, child, turn = await slow_child_streaming(conn, editor, workspace)
         await conn.cancel(session_id=child)
         result = await asyncio.wait_for(turn, TIMEOUT)
 
@@ -223,16 +232,8 @@ async def test_cancelling_a_child_by_its_id_stops_only_the_child(
 async def test_closing_the_parent_ends_its_children_and_loading_it_replays_their_link(
     fake_llm: FakeLLM, agent_env: dict[str, str], agent_stderr: Path, workspace: Path
 ) -> None:
-    slow = "[[slow 1]] " + " ".join(f"w{i}" for i in range(30))
     async with connected(agent_env, agent_stderr, workspace, subagents=True) as (conn, editor):
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        parent = session.session_id
-        turn = asyncio.ensure_future(
-            conn.prompt(session_id=parent, prompt=[text_block(agent_call("slow", slow))])
-        )
-        await editor.wait_for(lambda: subagent_updates(editor, parent))
-        child = subagent_updates(editor, parent)[0]["sessionId"]
-        await editor.wait_for(lambda: editor.text(child))
+        parent, child, turn = await slow_child_streaming(conn, editor, workspace)
         await asyncio.wait_for(
             conn._conn.send_request("session/close", {"sessionId": parent}), TIMEOUT
         )
