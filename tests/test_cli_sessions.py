@@ -254,7 +254,7 @@ def test_prune_without_a_rule_applies_the_configured_retention(tmp_path: Path) -
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        f"Deleted {stale} (stale)\nDeleted 1 sessions (inactive over 7 days, or never prompted).\n"
+        f"Deleted {stale} (stale)\nDeleted 1 session (inactive over 7 days, or never prompted).\n"
     )
     assert [item["sessionId"] for item in listed(tmp_path)] == [fresh]
 
@@ -286,6 +286,27 @@ def test_a_bad_duration_is_a_usage_error_naming_the_forms(tmp_path: Path) -> Non
         "(a number and a unit: 30d, 12h, 2w, 90m, 45s)\n"
     )
     assert len(listed(tmp_path)) == 1
+
+
+def test_a_dry_run_with_zero_age_or_keep_zero_lists_what_the_prune_then_removes(
+    tmp_path: Path,
+) -> None:
+    # `--older-than 0s` and `--keep 0` are rules (both falsy values): the dry run once
+    # listed nothing for them while the real prune removed every session.
+    first, second = (run(f"prompt {n}", tmp_path) for n in range(2))
+
+    by_age = acp_agent("sessions", "prune", "--older-than", "0s", "--dry-run", cwd=tmp_path)
+    by_count = acp_agent("sessions", "prune", "--keep", "0", "--dry-run", cwd=tmp_path)
+    pruned = acp_agent("sessions", "prune", "--older-than", "0s", cwd=tmp_path)
+
+    for dry in (by_age, by_count):
+        assert dry.returncode == 0
+        assert f"Would delete {first}" in dry.stdout and f"Would delete {second}" in dry.stdout
+        assert "2 sessions" in dry.stdout.splitlines()[-1]
+    assert pruned.stdout.splitlines()[-1] == (
+        "Deleted 2 sessions (inactive over 0s, or never prompted)."
+    )
+    assert listed(tmp_path) == []
 
 
 # --- sessions open in a running agent ----------------------------------------------------------

@@ -320,10 +320,12 @@ def _prune(store: SessionStore, args: argparse.Namespace, retention: int, out: T
         rule = " and ".join(filter(None, [rule, f"not among the {args.keep} most recent"]))
     plan = PrunePlan(older_than=older, keep=args.keep, origin=args.origin)
     if args.dry_run:
-        going = due(store.summaries(), plan, datetime.now(UTC)) if older or args.keep else []
+        # `is not None`: `--older-than 0s` and `--keep 0` are rules too (both falsy).
+        has_rule = older is not None or args.keep is not None
+        going = due(store.summaries(), plan, datetime.now(UTC)) if has_rule else []
         for summary in going:
             print(f"Would delete {summary.session_id} ({summary.title or 'untitled'})", file=out)
-        print(f"{len(going)} sessions {rule or 'due'}; none deleted (--dry-run).", file=out)
+        print(f"{_sessions(len(going))} {rule or 'due'}; none deleted (--dry-run).", file=out)
         return EXIT_OK
     report = prune(store, plan)
     for summary in report.removed:
@@ -334,8 +336,12 @@ def _prune(store: SessionStore, args: argparse.Namespace, retention: int, out: T
             file=sys.stderr,
         )
     what = f" ({rule}, or never prompted)" if rule else " (never prompted)"
-    print(f"Deleted {len(report.removed)} sessions{what}.", file=out)
+    print(f"Deleted {_sessions(len(report.removed))}{what}.", file=out)
     return EXIT_OK
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session" if count == 1 else f"{count} sessions"
 
 
 __all__ = ["add_sessions_commands", "sessions_command", "transcript"]
