@@ -352,7 +352,22 @@ class PlanEntry:
 
 @dataclass(frozen=True, slots=True)
 class PlanUpdated:
+    """The whole plan, replacing the one shown; no entries and no `markdown`: it was dropped.
+
+    `plan_id` names the plan among several a client may keep; None is the session's own plan
+    (the `plan` tool's, and every plan recorded before ids existed). `markdown` is a plan
+    written as one Markdown document (then `entries` is empty); `path` the absolute path of
+    the file it lives in, when it has one.
+    """
+
     entries: tuple[PlanEntry, ...]
+    plan_id: str | None = None
+    markdown: str | None = None
+    path: str | None = None
+
+    @property
+    def removed(self) -> bool:
+        return not self.entries and self.markdown is None
 
 
 @dataclass(frozen=True, slots=True)

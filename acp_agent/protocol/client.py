@@ -38,6 +38,7 @@ class ClientProxy:
             compaction=self.capabilities.session_compaction,
             notices=self.capabilities.session_notices,
             subagents=self.capabilities.subagents,
+            plans=self.capabilities.plan,
         )
         if update is not None:
             await self.send_plain_update(session_id, update)

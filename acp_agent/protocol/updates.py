@@ -37,6 +37,7 @@ from ..messages import (
     UserMessageChunk,
     context_use,
 )
+from .plans import legacy_plan, plan_update
 
 JsonObject = dict[str, Any]
 
@@ -48,6 +49,7 @@ def session_update(
     compaction: bool = False,
     notices: bool = False,
     subagents: bool = False,
+    plans: bool = False,
 ) -> JsonObject | None:
     """The update payload, or None when there is nothing this client would show.
 
@@ -57,7 +59,11 @@ def session_update(
     `notices`: the client advertised `session.notices`; other clients see a notice as a
     line of its own (see `_notice_line`). `subagents`: the client advertised `subagents`;
     others are not told of child sessions (they see a subagent's work in its tool call).
+    `plans`: the client advertised `plan`; it gets `plan_update` / `plan_removed`, others
+    the legacy `plan` update.
     """
+    if isinstance(event, PlanUpdated):
+        return plan_update(event) if plans else legacy_plan(event)
     if isinstance(event, SubagentChanged):
         return _subagent_update(event) if subagents else None
     if isinstance(event, Notice) and not notices:
@@ -212,14 +218,8 @@ def _update(event: TurnEvent) -> JsonObject:
                 else [_location(loc) for loc in event.locations],
                 content=None if event.content is None else _tool_contents(event.content),
             )
-        case PlanUpdated(entries=entries):
-            return {
-                "sessionUpdate": "plan",
-                "entries": [
-                    {"content": e.content, "priority": e.priority, "status": e.status}
-                    for e in entries
-                ],
-            }
+        case PlanUpdated():
+            return legacy_plan(event)
         case CompactionStarted(compaction_id=compaction_id):
             return {
                 "sessionUpdate": "compaction_update",

@@ -99,6 +99,8 @@ class SessionToolState:
     """What tools remember across the turns of one session."""
 
     plan: list[PlanEntry] = field(default_factory=list)
+    plan_markdown: str | None = None
+    """The plan when the model wrote it as one Markdown document (then `plan` is empty)."""
     jobs: JobTable = field(default_factory=JobTable)
     """Background commands (`shell` with `background`); killed when the session ends."""
     local_hosts: dict[str, str] = field(default_factory=dict)
@@ -218,7 +220,9 @@ class ToolOutcome:
 
 
 class ToolParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Validators and schemas are built at first use, not at import: a session answers
+    # before any tool runs, and ask_user's is built only where the editor offers forms.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     refuses_nul: ClassVar[bool] = True
     """Paths and commands cannot hold a NUL byte (the OS raises deep inside a tool) and the

@@ -77,3 +77,29 @@ def test_entries_are_validated() -> None:
 
 def test_plan_is_a_read_only_think_tool() -> None:
     assert (TOOL.kind, TOOL.read_only) == ("think", True)
+
+
+async def test_a_markdown_plan_is_sent_whole_with_its_file_and_cleared_by_an_empty_list(
+    root: Path, events: Events
+) -> None:
+    state = SessionToolState(plan=[PlanEntry("old")])
+    ctx = make_context(root, None, events=events, state=state)
+    doc = "# Plan\n- [x] Read\n- [ ] Fix\n"
+
+    outcome = await TOOL.run(PlanParams(markdown=doc, path="PLAN.md"), ctx)
+    await TOOL.run(PlanParams(markdown=doc, path="PLAN.md"), ctx)  # unchanged: not sent again
+    await TOOL.run(plan(), ctx)
+
+    assert events.of(PlanUpdated) == [
+        PlanUpdated((), markdown=doc, path=str(ctx.cwd / "PLAN.md")),
+        PlanUpdated(()),
+    ]
+    assert (state.plan, state.plan_markdown) == ([], None)
+    assert outcome.model_text == "Plan updated: a Markdown document of 3 lines."
+
+
+def test_a_plan_is_either_entries_or_markdown() -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        PlanParams.model_validate({"entries": [{"content": "x"}], "markdown": "# x"})
+    with pytest.raises(ValidationError, match="markdown plan"):
+        PlanParams.model_validate({"path": "PLAN.md"})
