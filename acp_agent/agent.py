@@ -25,8 +25,10 @@ from .protocol import options
 from .protocol import schema as s
 from .protocol.client import ClientProxy
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
+from .protocol.providers import DisableProvider, ListProviders, SetProvider
 from .protocol.requests import Cancel, Prompt, SessionSetup
 from .protocol.schema import dump
+from .provider_routes import ProviderRoutes, RouteError
 from .providers import AuthError, ProviderError
 from .rpc.endpoint import FollowedBy
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
@@ -66,6 +68,7 @@ class Agent:
         self._sessions = sessions
         self._client = client
         self._logout = logout
+        self._routes = ProviderRoutes(config, sessions.providers)
 
     # --- connection ----------------------------------------------------------------------
 
@@ -84,6 +87,56 @@ class Agent:
 
     def cancel_all(self) -> None:
         self._sessions.cancel_all()
+
+    # --- providers (unstable: the editor routes our LLM traffic, this process only) ------
+
+    async def list_providers(self, request: ListProviders) -> Any:
+        return {"providers": self._routes.listing()}
+
+    async def set_provider(self, request: SetProvider) -> Any:
+        try:
+            self._routes.set(request)
+        except RouteError as exc:
+            raise RpcError(INVALID_PARAMS, f"providers/set: {exc}") from None
+        # Never the headers: they may carry the editor's secrets.
+        log.info(
+            "providers/set: %s now sends to %s (%s), with the editor's headers",
+            request.provider_id,
+            request.base_url,
+            request.api_type,
+        )
+        for session in self._sessions.live_sessions():
+            await self._announce_options(session)  # back in the picker, or now "routed"
+        return {}
+
+    async def disable_provider(self, request: DisableProvider) -> Any:
+        try:
+            changed = self._routes.disable(request.provider_id)
+        except RouteError as exc:
+            raise RpcError(INVALID_PARAMS, f"providers/disable: {exc}") from None
+        if not changed:
+            return {}
+        log.info("providers/disable: %s is off for this connection", request.provider_id)
+        fallback = self._config.default_choice
+        for session in self._sessions.live_sessions():
+            if not self._routes.usable(session.model_choice):
+                moved_from = session.model_choice
+                with _session_errors():
+                    await self._sessions.choose(session.id, MODEL, fallback)
+                await self._client.send_plain_update(
+                    session.id,
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {
+                            "type": "text",
+                            "text": f"The editor disabled provider {request.provider_id}: "
+                            f"{moved_from} is no longer offered, so this session now uses "
+                            f"{fallback}.\n",
+                        },
+                    },
+                )
+            await self._announce_options(session)
+        return {}
 
     async def aclose(self) -> None:
         await self._sessions.aclose()
@@ -189,6 +242,8 @@ class Agent:
     # --- choices -------------------------------------------------------------------------
 
     async def set_config_option(self, request: s.SetSessionConfigOptionSelectRequest) -> Any:
+        if request.config_id == MODEL:
+            self._refuse_disabled(request.value)
         with _session_errors():
             session = await self._sessions.choose(
                 request.session_id, request.config_id, request.value
@@ -207,6 +262,7 @@ class Agent:
         return dump(s.SetSessionModeResponse())
 
     async def set_model(self, request: SetSessionModelRequest) -> Any:
+        self._refuse_disabled(request.model_id)
         with _session_errors():
             session = await self._sessions.choose(request.session_id, MODEL, request.model_id)
         await self._announce_options(session)
@@ -229,11 +285,19 @@ class Agent:
         answer: dict[str, Any] = {"sessionId": session.id} if with_id else {}
         answer["configOptions"] = self._config_options(session)
         answer["modes"] = options.mode_state(choices, MODES)
-        answer["models"] = options.legacy_models_state(self._config, choices)
+        answer["models"] = options.legacy_models_state(self._routes.offered(), choices)
         return answer
 
     def _config_options(self, session: Session) -> list[dict[str, Any]]:
-        return options.config_options(self._config, self._choices(session), MODES)
+        routed = [name for name in self._config.providers if self._routes.routed(name)]
+        return options.config_options(self._routes.offered(), self._choices(session), MODES, routed)
+
+    def _refuse_disabled(self, choice: str) -> None:
+        if not self._routes.usable(choice):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{choice}: its provider was disabled by the editor (providers/disable)",
+            )
 
     async def _announce_options(self, session: Session) -> None:
         await self._client.send_plain_update(

@@ -233,6 +233,12 @@ class _ServedModels(_Strict):
         models: tuple[ModelConfig, ...]
 
     _stored_key: Callable[[], str | None] | None = PrivateAttr(None)
+    _editor_headers: dict[str, str] | None = PrivateAttr(None)
+
+    def editor_headers(self) -> dict[str, str] | None:
+        """The exact headers the editor routed this provider with (`providers/set`, never
+        saved), sent instead of any key of ours; None when it is not routed."""
+        return self._editor_headers
 
     def reads_documents(self, model_id: str) -> bool:
         """Whether the model is sent documents: its `documents`, else this type's default."""

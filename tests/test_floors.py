@@ -36,6 +36,7 @@ FLOORS: dict[str, int] = {
     "runner": TOP,  # `acp-agent run`, a headless ACP client
     "commands": TOP,  # `models`, `config`, `doctor`, `login`, `logout`
     "agent": AGENT,
+    "provider_routes": AGENT,  # the editor's `providers/*` routing, for the agent's methods
     # The ACP wire and a session's life, side by side: the dispatcher is handed its
     # handlers by cli.py, and sessions talk to the editor through their channel interface.
     "protocol": WIRE_AND_SESSIONS,

@@ -42,6 +42,9 @@ class ClientCapabilities:
     """`session.notices`: it shows `notice` updates (retry waits, fallbacks ...)."""
     subagents: bool = False
     """`subagents`: it shows child sessions (`subagent_update`, their updates by their id)."""
+    plan: bool = False
+    """`plan`: it shows `plan_update` (item and Markdown plans, by id) and `plan_removed`;
+    others get the legacy `plan` update."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ def parse_initialize(params: Any) -> Handshake:
             session_compaction=isinstance(session.get("compaction"), dict),
             session_notices=isinstance(session.get("notices"), dict),
             subagents=isinstance(caps.get("subagents"), dict),
+            plan=isinstance(caps.get("plan"), dict),
         ),
         client_name=name if isinstance(name, str) else None,
     )
@@ -132,6 +136,8 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
             "mcpCapabilities": {"http": True, "sse": True},
             # `logout` forgets the keys `acp-agent login` stored.
             "auth": {"logout": {}},
+            # Unstable: `providers/list|set|disable` (the editor routes our LLM traffic).
+            "providers": {},
             # Exactly what the method table routes; `fork` is unstable in the schema and
             # advertised the way `schema.unstable.json` says (`sessionCapabilities.fork`).
             "sessionCapabilities": {

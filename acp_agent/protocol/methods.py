@@ -12,12 +12,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import requests
+from . import providers, requests
 from .requests import Cancel, ModelReader, Prompt, Reader, SessionSetup
 
 if TYPE_CHECKING:
     from . import schema as s
     from .legacy import SetSessionModelRequest
+    from .providers import DisableProvider, ListProviders, SetProvider
 
 Answer = Any
 """What a request answers: a JSON value, or `rpc.FollowedBy` one."""
@@ -41,6 +42,9 @@ class AcpAgent(Protocol):
     async def set_model(self, request: SetSessionModelRequest) -> Answer: ...
     async def prompt(self, request: Prompt, place: int | None) -> Answer: ...
     async def cancel(self, notification: Cancel) -> None: ...
+    async def list_providers(self, request: ListProviders) -> Answer: ...
+    async def set_provider(self, request: SetProvider) -> Answer: ...
+    async def disable_provider(self, request: DisableProvider) -> Answer: ...
 
     def cancel_all(self) -> None:
         """The client is gone: end every turn (each prompt still answers `cancelled`)."""
@@ -85,6 +89,10 @@ REQUESTS = {
         Method(
             "session/set_mode", ModelReader("SetSessionModeRequest"), lambda a, r: a.set_mode(r)
         ),
+        # Unstable: the editor routes our LLM traffic (this process only).
+        Method("providers/list", providers.list_providers, lambda a, r: a.list_providers(r)),
+        Method("providers/set", providers.set_provider, lambda a, r: a.set_provider(r)),
+        Method("providers/disable", providers.disable_provider, lambda a, r: a.disable_provider(r)),
         # Legacy (older v1 clients); its model is not in acp.schema.
         Method(
             "session/set_model", ModelReader("SetSessionModelRequest"), lambda a, r: a.set_model(r)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +34,14 @@ class Choices:
 
 
 def config_options(
-    config: AgentConfig, choices: Choices, modes: Sequence[ModeInfo]
+    config: AgentConfig,
+    choices: Choices,
+    modes: Sequence[ModeInfo],
+    routed: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    options = [_model_option(config, choices)]
+    """`routed`: the providers the editor routes (`providers/set`), said so in each model's
+    description."""
+    options = [_model_option(config, choices, routed)]
     level = choices.thought_level
     if level is not None:
         options.append(
@@ -63,7 +68,7 @@ def config_options(
     return options
 
 
-def _model_option(config: AgentConfig, choices: Choices) -> dict[str, Any]:
+def _model_option(config: AgentConfig, choices: Choices, routed: Collection[str]) -> dict[str, Any]:
     groups = [
         {
             "group": provider,
@@ -72,7 +77,8 @@ def _model_option(config: AgentConfig, choices: Choices) -> dict[str, Any]:
                 {
                     "value": f"{provider}/{model.id}",
                     "name": model.name or model.id,
-                    "description": f"{model.context_window:,} token context",
+                    "description": f"{model.context_window:,} token context"
+                    + (", routed by the editor" if provider in routed else ""),
                 }
                 for model in provider_config.models
             ],

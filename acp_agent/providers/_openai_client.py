@@ -39,6 +39,7 @@ from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_cli
 from ._http_stream import open_stream
 from ._transport import redact
 from .errors import AuthError, ProviderError, login_fix
+from .routing import gateway_refusal, header_secret
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, OpenAIProviderConfig
@@ -79,8 +80,12 @@ class OpenAIConnection:
 
     def client(self) -> httpx2.AsyncClient:
         if self._client is None:
-            self._key = self._api_key()
-            self._headers = self._request_headers(self._key)
+            if (routed := self.config.editor_headers()) is not None:
+                # Routed by the editor: exactly its headers, no key of ours.
+                self._headers = {**self._request_headers(None), **routed}
+            else:
+                self._key = self._api_key()
+                self._headers = self._request_headers(self._key)
             self._client = new_client(self.config.timeout)
         return self._client
 
@@ -126,13 +131,16 @@ class OpenAIConnection:
         """Azure's deployment API (not its versionless v1 API, called like OpenAI's)."""
         return self.config.type == "azure-openai" and not _AZURE_V1_PATH.search(self.base_url())
 
-    def _request_headers(self, key: str) -> dict[str, str]:
-        """What the SDK's client sends with every request (its telemetry headers aside)."""
+    def _request_headers(self, key: str | None) -> dict[str, str]:
+        """What the SDK's client sends with every request (its telemetry headers aside);
+        no credentials without a key."""
         headers = {
             "Accept": "application/json",
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
         }
+        if key is None:
+            return headers
         if self._azure_deployments():
             headers["api-key"] = key
             return headers
@@ -220,13 +228,18 @@ class OpenAIConnection:
             "check that the model id names a deployment of this resource, and "
             f"providers.{self.name}.api_version"
         )
+        credentials, fix = (
+            gateway_refusal(self.base_url())
+            if self.config.editor_headers() is not None
+            else (self._key_description(), self._key_fix())
+        )
         return Endpoint(
             provider=self.name,
             base_url=self.base_url(),
             timeout=self.config.timeout,
-            credentials=self._key_description(),
-            fix=self._key_fix(),
-            key=self._real_key(),
+            credentials=credentials,
+            fix=fix,
+            key=self._real_key() or header_secret(self.config.editor_headers()),
             not_found_hint=deployment_hint if self.config.type == "azure-openai" else None,
         )
 

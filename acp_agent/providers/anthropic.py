@@ -49,6 +49,7 @@ from ._transport import checked_event_stream, redact
 from ._wire import loads, server_sent_events
 from .base import ModelRequest, model_inputs
 from .errors import AuthError, ProviderError, login_fix
+from .routing import gateway_refusal, header_secret
 
 if TYPE_CHECKING:
     from ..config import AnthropicProviderConfig
@@ -164,14 +165,18 @@ class AnthropicProvider:
 
     def _client(self) -> httpx2.AsyncClient:
         if self._http is None:
-            self._key = self._api_key()
             self._headers = {
                 "Accept": "application/json",
                 "Content-Type": "application/json",
                 "User-Agent": USER_AGENT,
                 "anthropic-version": API_VERSION,
-                "Authorization": f"Bearer {self._key}",
             }
+            if (routed := self._config.editor_headers()) is not None:
+                # Routed by the editor: exactly its headers, no key of ours.
+                self._headers.update(routed)
+            else:
+                self._key = self._api_key()
+                self._headers["Authorization"] = f"Bearer {self._key}"
             self._http = new_client(self._config.timeout)
         return self._http
 
@@ -298,13 +303,18 @@ class AnthropicProvider:
             "check the model id and that the model is enabled in the region, "
             f"providers.{self.name}.region"
         )
+        credentials, fix = (
+            gateway_refusal(self._base_url())
+            if self._config.editor_headers() is not None
+            else (f"the key from {origin}" if origin else "the credentials", self._key_fix())
+        )
         return Endpoint(
             provider=self.name,
             base_url=self._base_url(),
             timeout=self._config.timeout,
-            credentials=f"the key from {origin}" if origin else "the credentials",
-            fix=self._key_fix(),
-            key=self._key,
+            credentials=credentials,
+            fix=fix,
+            key=self._key or header_secret(self._config.editor_headers()),
             api_prefix="/v1",
             not_found_hint=None if self._config.type == "anthropic" else region_hint,
         )

@@ -11,6 +11,8 @@ import anyio.to_thread
 
 from . import create_provider, provider_module_for
 from .base import Provider
+from .errors import ProviderError
+from .routing import Routing, routed
 
 if TYPE_CHECKING:
     from ..config import AgentConfig
@@ -24,12 +26,38 @@ class ProviderPool:
         self._env = env
         self._providers: dict[str, Provider] = {}
         self._retired: list[Provider] = []
+        self._routes: dict[str, Routing] = {}
+        """The editor's routing (`providers/set`) by provider name: this process only."""
+        self._disabled: set[str] = set()
+        """Providers the editor turned off (`providers/disable`): never sent to."""
+
+    def routing(self, name: str) -> Routing | None:
+        return self._routes.get(name)
+
+    def route(self, name: str, routing: Routing) -> None:
+        """Send `name`'s requests where the editor says from the next request on; a turn
+        streaming from the old provider finishes there (it is closed at shutdown)."""
+        routed(self._config.providers[name], routing)  # refuses what cannot be routed
+        self._routes[name] = routing
+        self._disabled.discard(name)
+        if (old := self._providers.pop(name, None)) is not None:
+            self._retired.append(old)
+
+    def disable(self, name: str) -> None:
+        self._disabled.add(name)
 
     async def get(self, name: str) -> Provider:
-        """The provider configured as `providers.<name>`."""
+        """The provider configured as `providers.<name>`, routed where the editor said."""
+        if name in self._disabled:
+            # A session stored on it and opened again since: the editor said not to use it.
+            raise ProviderError(
+                name, f"provider {name} was disabled by the editor; choose another model"
+            )
         provider = self._providers.get(name)
         if provider is None:
             config = self._config.providers[name]
+            if (routing := self._routes.get(name)) is not None:
+                config = routed(config, routing)
             # A vendor SDK takes a second or two to import: not on the loop, where it would
             # stall every other session's stream and cancel.
             await anyio.to_thread.run_sync(importlib.import_module, provider_module_for(config))

@@ -30,8 +30,17 @@ def log_frame(direction: Literal["in", "out"], frame: bytes) -> None:
     except Exception:  # the log must never cost a frame; nor show one it cannot clean
         log.debug("frame %s: %d bytes (not shown: redaction failed)", direction, len(frame))
         return
-    body = text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
-    log.debug("frame %s: %s, %d bytes: %s", direction, _describe(text), len(frame), body)
+    described = _describe(text)
+    if described.startswith(_UNQUOTED):
+        # The editor's headers for its gateway (`providers/set`): secrets we do not know
+        # as such, so the body is never quoted.
+        body = "(not shown: it carries the editor's provider headers)"
+    else:
+        body = text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
+    log.debug("frame %s: %s, %d bytes: %s", direction, described, len(frame), body)
+
+
+_UNQUOTED = ("request providers/set ", "notification providers/set")
 
 
 def _describe(text: str) -> str:

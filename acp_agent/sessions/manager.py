@@ -56,6 +56,7 @@ class SessionManager:
     ) -> None:
         self._providers = providers
         live = LiveSessions(config.max_live_sessions)
+        self._live = live
         self._servers = McpServers(config, link, env, background, self.announce_commands)
         subagents = Subagents(config, link)
         runner = TurnRunner(
@@ -107,6 +108,15 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         """The live session (one let go is not live: `UnknownSession`)."""
         return self._lifecycle.get(session_id).session
+
+    @property
+    def providers(self) -> ProviderPool:
+        return self._providers
+
+    def live_sessions(self) -> list[Session]:
+        """The sessions open now (not the parked ones: they are opened again from the store,
+        and choose their model then)."""
+        return [entry.session for entry in self._live]
 
     async def choose(self, session_id: str, option: str, value: str) -> Session:
         """Set one of the session's choices; it applies from the next model request (model,

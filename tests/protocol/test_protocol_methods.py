@@ -49,6 +49,9 @@ def test_every_method_in_the_table_has_a_reader_of_its_params() -> None:
     """A method read by a schema model names one that exists; the others are the plain
     readers of a session's life (held to the models in test_protocol_requests.py)."""
     plain = {"session/new", "session/load", "session/resume", "session/fork", "session/prompt"}
+    # Unstable, not in our schema models; their reader is held to acp.schema's models in
+    # test_providers_methods.py.
+    plain |= {"providers/list", "providers/set", "providers/disable"}
     for method in [*REQUESTS.values(), *NOTIFICATIONS.values()]:
         if isinstance(method.read, ModelReader):
             assert method.read.model() is not None, method.name
