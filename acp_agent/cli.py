@@ -453,7 +453,6 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
             gc.enable()  # `_serve` turned it off for the imports, which leave no garbage
 
     def prepare() -> Startup | str:
-        import importlib
         import logging
         from pathlib import Path
 
@@ -463,7 +462,6 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         from .child_env import agent_secrets
         from .config import ConfigError, load_config
         from .credentials import CredentialStore, StoredKeys, credentials_path
-        from .providers import provider_module_for
         from .providers.pool import ProviderPool
         from .providers.usage import load_encoder
         from .sessions.manager import SessionManager
@@ -483,8 +481,8 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
         logging.getLogger(LOGGER).info(
             "configuration: %s; default model %s", config.source, config.default_choice
         )
-        _, provider, _ = config.find_model(config.default_choice)
-        importlib.import_module(provider_module_for(provider))
+        # The provider's module (~50 ms with its HTTP client) is not imported here: the pool
+        # imports it in a worker thread for the first prompt, so a session answers sooner.
         encoder = load_encoder()
         # Our own keys, wherever they come from, never reach the session files: also a key
         # `acp-agent login` stores while we run (read again when the credentials file changes).

@@ -201,6 +201,8 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     # A session answers without the schema models (half a second of imports).
     assert "acp_agent.protocol._schema_models" not in loaded
     assert "acp.schema" not in loaded
+    # web_fetch's HTTP client and HTML converter wait for its first fetch (~40 ms).
+    assert not {"httpx2", "acp_agent.tools._web_http", "acp_agent.tools._web_content"} & loaded
 
 
 def test_the_first_prompt_streams_without_the_schema_models(
@@ -226,6 +228,24 @@ def test_the_first_prompt_to_an_openai_compatible_server_streams_without_the_ope
     assert at_first_chunk is not None and "acp_agent.providers._openai_client" in at_first_chunk
     assert vendors(at_first_chunk) == []
     assert vendors(answered) == []  # the finishing chunk and the usage need no SDK either
+
+
+def test_a_new_session_answers_before_the_provider_and_its_http_client_load(
+    openai_agent: tuple[Agent, FakeLLM], tmp_path: Path
+) -> None:
+    agent, fake = openai_agent
+    agent.answer(agent.request("initialize", INITIALIZE))
+    new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    session_id = agent.answer(new)["sessionId"]
+    loaded = agent.imported()
+
+    # The first prompt imports them (in a worker thread): a session does not wait for them.
+    assert not {"acp_agent.providers.openai_chat", "acp_agent.providers._openai_client"} & loaded
+    prompt = agent.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    assert agent.answer(prompt)["stopReason"] == "end_turn"
+    assert len(fake.requests) == 1
 
 
 def test_the_first_prompt_to_anthropic_streams_without_the_anthropic_sdk(

@@ -23,13 +23,15 @@ import ipaddress
 import re
 import socket
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
-import httpx2
 
 from ..local_addresses import is_local_host
 from .base import ToolFailed
+
+if TYPE_CHECKING:
+    import httpx2  # imported by the first URL parsed: a session starts without it
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 LocalReason: TypeAlias = str
@@ -58,6 +60,8 @@ _NUMERIC_IPV4 = re.compile(r"[0-9a-fx.]+")
 def parse_fetch_url(raw: str) -> httpx2.URL:
     """The URL as the request will use it; ValueError, with words for the model, when it is
     not an http or https URL with a host."""
+    import httpx2
+
     try:
         url = httpx2.URL(raw.strip())
     except (httpx2.InvalidURL, TypeError) as exc:

@@ -28,10 +28,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-import httpx2
 from pydantic import Field, field_validator
 
 from ..child_env import child_environment
@@ -50,9 +50,15 @@ from ._web_address import (
     strictest,
     system_resolver,
 )
-from ._web_content import Rendered, render
-from ._web_http import Answer, ConnectFailed, get, proxy_for
 from .base import Destination, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+
+if TYPE_CHECKING:
+    # The HTTP client and the HTML converter load with the first fetch (~40 ms of imports a
+    # new session does not wait for).
+    import httpx2
+
+    from ._web_content import Rendered
+    from ._web_http import Answer
 
 MAX_REDIRECTS = 5
 DOWNLOAD_CAP_BYTES = 10 * 1024 * 1024
@@ -142,6 +148,8 @@ class WebFetch(Tool[WebFetchParams]):
         )
 
     async def run(self, params: WebFetchParams, ctx: ToolContext) -> ToolOutcome:
+        from ._web_content import render
+
         origin = parse_fetch_url(params.url)
         env = ctx.child_env if ctx.child_env is not None else child_environment(os.environ)
         timeout = params.timeout_seconds
@@ -187,6 +195,8 @@ class WebFetch(Tool[WebFetchParams]):
         env: Mapping[str, str],
     ) -> Answer:
         """One request of the chain, after its host was judged."""
+        from ._web_http import get, proxy_for
+
         host = host_name(url)
         # Only the very host the user was asked about (asked every time) may be local.
         may_be_local = asked_local and (host, port_of(url)) == (host_name(origin), port_of(origin))
@@ -219,6 +229,8 @@ class WebFetch(Tool[WebFetchParams]):
 
 async def _first_answer(url: httpx2.URL, addresses: tuple[IPAddress, ...]) -> Answer:
     """The answer from the first address that takes the connection, in the resolver's order."""
+    from ._web_http import ConnectFailed, get
+
     failure: ConnectFailed | None = None
     for address in addresses:
         try:
@@ -235,6 +247,8 @@ async def _first_answer(url: httpx2.URL, addresses: tuple[IPAddress, ...]) -> An
 
 
 def _redirect_target(url: httpx2.URL, location: str) -> httpx2.URL:
+    import httpx2
+
     try:
         return parse_fetch_url(str(url.join(location)))
     except (ValueError, httpx2.InvalidURL) as exc:
