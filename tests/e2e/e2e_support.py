@@ -1,10 +1,15 @@
-"""Shared by the end-to-end modules: constants and /proc helpers."""
+"""Shared by the end-to-end modules: constants, /proc helpers, and the SDK client's start."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +23,52 @@ API_KEY = "test-key"
 MODEL = "fake-model"
 HELLO_TEXT = "Hello from the e2e workspace!\nSecond line.\n"
 AGENT_COMMAND = (sys.executable, "-m", "acp_agent")
+
+
+@asynccontextmanager
+async def sdk_agent(
+    client: Any,
+    env: dict[str, str],
+    stderr_path: Path,
+    cwd: Path,
+    *,
+    name: str,
+    capabilities: Any,
+    hang_guard: float,
+) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process, Any]]:
+    """`python -m acp_agent` driven by the `agent-client-protocol` client, `initialize`d
+    as v1 with `capabilities`; yields the connection, the process and the answer. The
+    agent's stderr is appended to `stderr_path` (shown when a test fails)."""
+    from acp import spawn_agent_process
+    from acp.schema import Implementation
+
+    with stderr_path.open("ab") as stderr:
+        async with spawn_agent_process(
+            client, *AGENT_COMMAND, env=env, cwd=cwd, transport_kwargs={"stderr": stderr}
+        ) as (conn, process):
+            answer = await asyncio.wait_for(
+                conn.initialize(
+                    protocol_version=1,
+                    client_capabilities=capabilities,
+                    client_info=Implementation(name=name, version="0.0.0"),
+                ),
+                hang_guard,
+            )
+            yield conn, process, answer
+
+
+async def prompt_text(conn: Any, session_id: str, text: str, hang_guard: float) -> Any:
+    """One `session/prompt` of plain text; its answer."""
+    from acp import text_block
+
+    return await asyncio.wait_for(
+        conn.prompt(session_id=session_id, prompt=[text_block(text)]), hang_guard
+    )
+
+
+def tool(name: str, /, **arguments: Any) -> str:
+    """The fake LLM's script for one tool call (see `fake_llm`)."""
+    return f"[[tool {name} {json.dumps(arguments)}]]"
 
 
 def processes_with_env(name: str, value: str) -> list[int]:

@@ -8,7 +8,6 @@ request; `/jobs` lists it; closing the session, or the agent's stdin, ends its p
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -18,19 +17,18 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
-    Implementation,
     PermissionOption,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
-from e2e_support import AGENT_COMMAND, needs_proc, processes_with_env
+from e2e_support import needs_proc, processes_with_env, prompt_text, sdk_agent, tool
 from fake_llm import FakeLLM, message_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio, needs_proc]
@@ -87,33 +85,23 @@ async def running_agent(
     env: dict[str, str], stderr_path: Path, cwd: Path
 ) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process, Client]]:
     client = Client()
-    with stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
-            client, *AGENT_COMMAND, env=env, cwd=cwd, transport_kwargs={"stderr": stderr}
-        ) as (conn, process):
-            await asyncio.wait_for(
-                conn.initialize(
-                    protocol_version=1,
-                    client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                        terminal=False,
-                    ),
-                    client_info=Implementation(name="e2e-jobs", version="0.0.0"),
-                ),
-                HANG_GUARD,
-            )
-            yield conn, process, client
-
-
-def tool(name: str, **arguments: Any) -> str:
-    return f"[[tool {name} {json.dumps(arguments)}]]"
+    capabilities = ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
+    )
+    async with sdk_agent(
+        client,
+        env,
+        stderr_path,
+        cwd,
+        name="e2e-jobs",
+        capabilities=capabilities,
+        hang_guard=HANG_GUARD,
+    ) as (conn, process, _):
+        yield conn, process, client
 
 
 async def say(conn: Any, session_id: str, text: str) -> str:
-    result = await asyncio.wait_for(
-        conn.prompt(session_id=session_id, prompt=[text_block(text)]), HANG_GUARD
-    )
-    stop: str = result.stop_reason
+    stop: str = (await prompt_text(conn, session_id, text, HANG_GUARD)).stop_reason
     return stop
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import AGENT_COMMAND, REPO_ROOT, needs_proc
+from e2e_support import AGENT_COMMAND, REPO_ROOT, needs_proc, tool
 from fake_llm import FakeLLM, message_text
 from mcp_e2e import (
     VENDOR_KEY,
@@ -152,10 +152,6 @@ def run_acpx(
         requests=fake.requests[before:],
         stderr=done.stderr,
     )
-
-
-def tool(tool_name: str, **arguments: Any) -> str:
-    return f"[[tool {tool_name} {json.dumps(arguments)}]]"
 
 
 def explain(run: Run) -> str:

@@ -9,24 +9,22 @@ A client that advertises `clientCapabilities.plan` sees `plan_update` with one s
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError
 from acp.schema import (
     AgentPlanContentUpdate,
     AgentPlanRemovedUpdate,
     AgentPlanUpdate,
     ClientCapabilities,
     FileSystemCapabilities,
-    Implementation,
     PlanCapabilities,
 )
-from e2e_support import AGENT_COMMAND
+from e2e_support import prompt_text, sdk_agent, tool
 from fake_llm import FakeLLM
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -61,33 +59,25 @@ async def running_agent(
     env: dict[str, str], stderr_path: Path, cwd: Path, *, plan: bool
 ) -> AsyncIterator[tuple[Any, PlanClient]]:
     client = PlanClient()
-    with stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
-            client, *AGENT_COMMAND, env=env, cwd=cwd, transport_kwargs={"stderr": stderr}
-        ) as (conn, _):
-            await asyncio.wait_for(
-                conn.initialize(
-                    protocol_version=1,
-                    client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                        terminal=False,
-                        plan=PlanCapabilities() if plan else None,
-                    ),
-                    client_info=Implementation(name="e2e-plans", version="0.0.0"),
-                ),
-                HANG_GUARD,
-            )
-            yield conn, client
-
-
-def tool(name: str, **arguments: Any) -> str:
-    return f"[[tool {name} {json.dumps(arguments)}]]"
+    capabilities = ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+        terminal=False,
+        plan=PlanCapabilities() if plan else None,
+    )
+    async with sdk_agent(
+        client,
+        env,
+        stderr_path,
+        cwd,
+        name="e2e-plans",
+        capabilities=capabilities,
+        hang_guard=HANG_GUARD,
+    ) as (conn, _, _):
+        yield conn, client
 
 
 async def say(conn: Any, session_id: str, text: str) -> None:
-    result = await asyncio.wait_for(
-        conn.prompt(session_id=session_id, prompt=[text_block(text)]), HANG_GUARD
-    )
+    result = await prompt_text(conn, session_id, text, HANG_GUARD)
     assert result.stop_reason == "end_turn"
 
 

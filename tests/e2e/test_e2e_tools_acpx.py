@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, REPO_ROOT
+from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, REPO_ROOT, tool
 from fake_llm import FakeLLM, message_text
 
 ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
@@ -126,10 +126,6 @@ def run_acpx(fake: FakeLLM, env: dict[str, str], cwd: Path, prompt: str, *permis
         requests=fake.requests[before:],
         stderr=done.stderr,
     )
-
-
-def tool(name: str, **arguments: Any) -> str:
-    return f"[[tool {name} {json.dumps(arguments)}]]"
 
 
 def explain(run: Run) -> str:

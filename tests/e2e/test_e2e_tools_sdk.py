@@ -55,7 +55,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
-from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, is_alive, needs_proc
+from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, is_alive, needs_proc, tool
 from fake_llm import FakeLLM, message_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -437,10 +437,6 @@ async def open_session(agent: Agent, cwd: Path) -> Session:
 @pytest.fixture
 async def session(agent: Agent, workspace: Path) -> Session:
     return await open_session(agent, workspace)
-
-
-def tool(name: str, **arguments: Any) -> str:
-    return f"[[tool {name} {json.dumps(arguments)}]]"
 
 
 def rejected(results: list[str]) -> list[bool]:
