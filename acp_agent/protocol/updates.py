@@ -75,7 +75,7 @@ def session_update(
     if isinstance(event, ToolCallUpdated) and event.terminal is not None:
         if terminal_meta:
             return _with_terminal_meta(event, event.terminal)
-        if _only_terminal(event):
+        if only_terminal(event):
             return None
     return _update(event)
 
@@ -145,7 +145,8 @@ def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> JsonO
     return update
 
 
-def _only_terminal(event: ToolCallUpdated) -> bool:
+def only_terminal(event: ToolCallUpdated) -> bool:
+    """The update reports a terminal and changes nothing else of the call."""
     return (
         event.status is None
         and event.title is None
