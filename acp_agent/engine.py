@@ -199,14 +199,16 @@ class Turn:
                 try:
                     stop = await self._call_model()
                 except ContextWindowError as exc:
-                    await self.host.emit(MessageChunk(f"\n\n[{exc} Start a new session.]"))
+                    await self.host.emit(
+                        MessageChunk(f"\n\n[{exc} Start a new session.]", _new_id())
+                    )
                     return "max_tokens"
                 if stop == "pause_turn":
                     continue  # the vendor paused a long turn: calling again resumes it
                 calls = self._pending_calls()
                 if stop == "max_tokens" and calls:
                     not_run = CUT_OFF_RESULT
-                    await self.host.emit(MessageChunk(_cut_off_notice(calls)))
+                    await self.host.emit(MessageChunk(_cut_off_notice(calls), _new_id()))
                     return "max_tokens"
                 if stop != "tool_use":
                     return stop
