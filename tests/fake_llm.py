@@ -58,6 +58,7 @@ import json
 import re
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -196,6 +197,10 @@ class FakeLLM(FakeServer[Exchange]):
         self.models_keys: set[str] | None = None
         """When set, `GET /models` answers 401 (quoting the key, as OpenAI does) to a key
         not in it: what `acp-agent login` checks a key with."""
+        self.model_list: list[str] | None = ["fake-model"]
+        """The model ids `GET /models` lists; None: it answers 404 (a server without one)."""
+        self.model_list_gate: threading.Event | None = None
+        """When set, `GET /models` answers only once the event is set (a slow gateway)."""
 
     @property
     def handler(self) -> type[_Handler]:
@@ -266,11 +271,17 @@ class _Handler(FakeHandler):
             if keys is not None and key not in keys:
                 self._send_status(exchange, 401, {}, None)
                 return
-            models = {
-                "object": "list",
-                "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}],
-            }
-            self._send_json(exchange, 200, models)
+            fake = self.server.fake
+            if fake.model_list_gate is not None:
+                fake.model_list_gate.wait()
+            if fake.model_list is None:
+                self._send_json(exchange, 404, self._not_found())
+                return
+            listed = [
+                {"id": model_id, "object": "model", "created": 0, "owned_by": "fake"}
+                for model_id in fake.model_list
+            ]
+            self._send_json(exchange, 200, {"object": "list", "data": listed})
         else:
             self._send_json(exchange, 404, self._not_found())
 

@@ -6,6 +6,7 @@ plain data (`model.py`). Importing it does not import `mcp`; the first connectio
 """
 
 from ._names import qualified_name
+from .editor import EditorMcp, EditorMcpAnswer, EditorMcpFailed, EditorMcpMessage
 from .errors import CallFailed, McpError, ServerUnavailable, UnknownName
 from .hub import McpHub
 from .model import (
@@ -32,6 +33,10 @@ from .specs import McpServerSpec, McpTransport, merge_specs, specs_from_config
 __all__ = [
     "AudioContent",
     "CallFailed",
+    "EditorMcp",
+    "EditorMcpAnswer",
+    "EditorMcpFailed",
+    "EditorMcpMessage",
     "ElicitationReply",
     "ElicitationRequest",
     "HubHandlers",

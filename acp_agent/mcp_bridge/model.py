@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from ..messages import ImagePart, Message, TextPart
+from .editor import EditorMcp
 from .specs import McpTransport
 
 ServerState: TypeAlias = Literal["connecting", "ready", "failed", "closed"]
@@ -366,3 +367,6 @@ class HubHandlers:
     on_change: Callable[[ServerStatus], Awaitable[None]] | None = None
     """A server connected, failed, or changed its tools or prompts: report a failure to the
     user, offer the new tools from the next model request."""
+    editor: EditorMcp | None = None
+    """The editor's side of `mcp/message`, through which `acp` servers are reached; None:
+    such a server fails, saying there is no editor to reach it through."""

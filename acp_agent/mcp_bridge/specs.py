@@ -18,8 +18,9 @@ from typing import Literal, TypeAlias
 
 from ..config import AgentConfig
 
-McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
-"""`http` is streamable HTTP; `sse` the older HTTP+SSE transport."""
+McpTransport: TypeAlias = Literal["stdio", "http", "sse", "acp"]
+"""`http` is streamable HTTP; `sse` the older HTTP+SSE transport; `acp` a server that lives
+in the editor, reached through the ACP connection (`mcp/message`, see `editor.py`)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class McpServerSpec:
     """http, sse: the endpoint."""
     headers: dict[str, str] = field(default_factory=dict)
     """http, sse: sent with every request."""
+    server_id: str | None = None
+    """acp: the editor's id for the server, which every `mcp/message` names."""
     trusted: bool = False
     """Its tools' read-only annotations are believed (the config says so)."""
 
@@ -44,6 +47,8 @@ class McpServerSpec:
             return "a server needs a name"
         if self.transport == "stdio":
             return None if self.command else f"{self.name}: a stdio server needs a command"
+        if self.transport == "acp":
+            return None if self.server_id else f"{self.name}: an acp server needs a serverId"
         if not self.url:
             return f"{self.name}: an {self.transport} server needs a url"
         if not self.url.startswith(("http://", "https://")):
@@ -51,18 +56,21 @@ class McpServerSpec:
         return None
 
     def same_place(self, other: McpServerSpec) -> bool:
-        """Both start the same command line, or both reach the same URL."""
-        return (self.transport, self.command, self.args, self.url) == (
+        """Both start the same command line, or both reach the same URL (or editor server)."""
+        return (self.transport, self.command, self.args, self.url, self.server_id) == (
             other.transport,
             other.command,
             other.args,
             other.url,
+            other.server_id,
         )
 
     def describe(self) -> str:
         """Where the server is, for status lines (no headers or env: they may hold secrets)."""
         if self.transport == "stdio":
             return " ".join((self.command or "", *self.args)).strip()
+        if self.transport == "acp":
+            return f"in the editor, id {self.server_id}"
         return f"{self.transport} {self.url}"
 
 

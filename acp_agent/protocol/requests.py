@@ -59,6 +59,11 @@ def new_session(params: dict[str, Any]) -> SessionSetup:
     return _setup(params, session_id=None, servers_required=True)
 
 
+def new_session_servers_optional(params: dict[str, Any]) -> SessionSetup:
+    """`session/new` whose `mcpServers` may be absent or null (v2: none)."""
+    return _setup(params, session_id=None, servers_required=False)
+
+
 def load_session(params: dict[str, Any]) -> SessionSetup:
     return _setup(params, session_id=text(params, "sessionId"), servers_required=True)
 
@@ -178,7 +183,7 @@ def _system_prompt(params: dict[str, Any]) -> EditorPrompt | None:
 
 def _mcp_server(item: Any, where: str) -> McpServerSpec | None:
     """One of the editor's MCP servers in the bridge's terms; None (logged) for one that
-    cannot be read or uses a transport we do not support (MCP over ACP)."""
+    cannot be read."""
     try:
         server = obj(item, where)
         name = text(server, "name", where)
@@ -188,9 +193,8 @@ def _mcp_server(item: Any, where: str) -> McpServerSpec | None:
                 headers = _pairs(server, "headers", where)
                 return McpServerSpec(name, transport, url=url, headers=headers)
             case "acp":
-                text(server, "serverId", where)
-                log.warning("MCP server %r: its transport (acp) is not supported", name)
-                return None
+                # Reached through `mcp/message` (we advertise `mcpCapabilities.acp`).
+                return McpServerSpec(name, "acp", server_id=text(server, "serverId", where))
             case _:
                 command = text(server, "command", where)
                 args = array(server, "args", where, required=True)

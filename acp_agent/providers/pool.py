@@ -46,6 +46,11 @@ class ProviderPool:
     def disable(self, name: str) -> None:
         self._disabled.add(name)
 
+    def enabled(self, name: str) -> bool:
+        """False for a provider the editor turned off: whatever would use it (a stored
+        session's model, the title or subagent model) takes another."""
+        return name not in self._disabled
+
     async def get(self, name: str) -> Provider:
         """The provider configured as `providers.<name>`, routed where the editor said."""
         if name in self._disabled:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import ProviderConfig
+    from ..config import ModelConfig, ProviderConfig
 
 API_TYPES = {
     "openai": ("openai",),
@@ -28,6 +28,13 @@ anywhere, so there is nothing to route; plugin types are not known to speak any.
 ROUTABLE = frozenset({"openai", "azure", "anthropic"})
 """The protocols we can send over plain HTTP with only the editor's headers. Bedrock and
 Vertex go through their cloud SDKs, which sign with cloud credentials of their own."""
+
+
+NEW_PROVIDER_TYPES = {"openai": "openai-compatible", "anthropic": "anthropic"}
+"""The provider type a provider the editor adds (`providers/set` of an id we do not have)
+is made as, by the protocol it speaks: the ones that need nothing beyond a URL and the
+editor's headers (Azure wants deployments and an API version, Bedrock and Vertex cloud
+credentials)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,16 @@ def routed(config: ProviderConfig, routing: Routing) -> ProviderConfig:
     copy._editor_headers = dict(routing.headers)
     copy._stored_key = None
     return copy
+
+
+def new_section(api_type: str, base_url: str, models: tuple[ModelConfig, ...]) -> ProviderConfig:
+    """The section of a provider the editor adds: no key of ours, ever (it is routed)."""
+    from ..config import AnthropicProviderConfig, OpenAIProviderConfig
+
+    provider_type = NEW_PROVIDER_TYPES[api_type]
+    if provider_type == "anthropic":
+        return AnthropicProviderConfig(type="anthropic", base_url=base_url, models=models)
+    return OpenAIProviderConfig(type="openai-compatible", base_url=base_url, models=models)
 
 
 def gateway_refusal(base_url: str) -> tuple[str, str]:

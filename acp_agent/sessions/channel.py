@@ -9,6 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from ..mcp_bridge import EditorMcp
 from ..messages import Elicitation, ElicitationAnswer, TurnEvent
 from ..tools import Decision, Editor, PermissionQuestion
 
@@ -57,4 +58,9 @@ class EditorLink(Protocol):
     @property
     def shows_notices(self) -> bool:
         """The editor shows `Notice`s apart from the reply (ACP `session.notices`)."""
+        ...
+
+    @property
+    def editor_mcp(self) -> EditorMcp:
+        """The MCP servers that live in the editor (`acp` entries of `mcpServers`)."""
         ...

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from ..config import AgentConfig, ThoughtLevel
+from ..messages import Notice
 from ..tools.permissions import MODES, is_mode
 from .errors import ChoiceError
 from .live import Live
@@ -66,17 +67,41 @@ class Choices:
     def restore(self, session: Session, stored: StoredSession) -> None:
         """The stored choices the configuration still offers (else the defaults stay)."""
         if stored.model is not None:
-            try:
-                self._config.find_model(stored.model)
-                session.model_choice = stored.model
-            except ValueError:
-                log.warning(
-                    "session %s used %s, which the configuration no longer has; using %s",
-                    session.id,
-                    stored.model,
-                    session.model_choice,
-                )
+            self._restore_model(session, stored.model)
         if stored.mode is not None and is_mode(stored.mode):
             session.mode = stored.mode
         if stored.thought_level in THOUGHT_LEVELS:
             session.thought_level = stored.thought_level
+
+    def _restore_model(self, session: Session, model: str) -> None:
+        """The stored model where it is still offered, else the default stays (the stored
+        choice too: the editor's disable lasts this process only)."""
+        try:
+            self._config.find_model(model)
+        except ValueError:
+            log.warning(
+                "session %s used %s, which the configuration no longer has; using %s",
+                session.id,
+                model,
+                session.model_choice,
+            )
+            return
+        provider = model.split("/", 1)[0]
+        if self._runner.providers.enabled(provider):
+            session.model_choice = model
+            return
+        why = f"the editor disabled provider {provider}"
+        log.info(
+            "session %s used %s, but %s; using %s", session.id, model, why, session.model_choice
+        )
+        session.pending_notices.append(moved_model_notice(model, session.model_choice, why))
+
+
+def moved_model_notice(moved_from: str, now: str, why: str) -> Notice:
+    """A session's model is no longer offered, so it uses `now`: told apart from the
+    conversation (a notice, or one bracketed line for clients without notices)."""
+    return Notice(
+        f"{moved_from} is no longer offered",
+        f"{why}; this session now uses {now}",
+        severity="warning",
+    )

@@ -165,9 +165,13 @@ class SlashCommands:
 
     async def announce(self, session: Session) -> None:
         commands = self.commands(session.id)
+        channel = self.link.channel(session.id)
         if commands != session.commands_shown:
             session.commands_shown = commands
-            await self.link.channel(session.id).emit(CommandsChanged(commands))
+            await channel.emit(CommandsChanged(commands))
+        notices, session.pending_notices = session.pending_notices, []
+        for notice in notices:
+            await channel.emit(notice)
         await self.servers.announce(session.id)
 
     async def run(

@@ -103,6 +103,7 @@ class McpServers:
                 roots=lambda: session.roots,
                 elicit=self._elicit_for(session.id),
                 on_change=lambda status: self._changed(session.id, status),
+                editor=self.link.editor_mcp,
             ),
             environ=self.env,
         )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..config import ThoughtLevel
-from ..messages import CommandInfo, EditorPrompt, Message, TurnStopReason
+from ..messages import CommandInfo, EditorPrompt, Message, Notice, TurnStopReason
 from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
 from ..tools.permissions import DEFAULT_MODE, PermissionMemory, PermissionMode
@@ -70,6 +70,9 @@ class Session:
     title: str | None = None
     commands_shown: tuple[CommandInfo, ...] | None = None
     """The slash commands the editor was last told of."""
+    pending_notices: list[Notice] = field(default_factory=list, repr=False)
+    """What the user is told once the editor knows the session, after its commands: why
+    a stored session opened on another model than it had."""
     editor_prompt: EditorPrompt | None = None
     """The editor's system prompt (ACP `systemPrompt`), as last given."""
     project: ProjectView | None = field(default=None, repr=False)

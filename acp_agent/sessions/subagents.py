@@ -104,13 +104,27 @@ class Subagents:
             raw_output={"sessionId": child.id, "stopReason": stop},
         )
 
+    def _configured_model(self, runner: TurnRunner, parent: Session) -> str | None:
+        """`subagent_model`, unless the editor disabled its provider (then the parent's)."""
+        configured = self.config.subagent_model
+        if configured is None or runner.providers.enabled(configured.split("/", 1)[0]):
+            return configured
+        log.info(
+            "subagent model %s: the editor disabled its provider; using %s",
+            configured,
+            parent.model_choice,
+        )
+        return None
+
     async def _child(self, runner: TurnRunner, parent: Session, task: Delegation) -> Session:
         """The child session, live and logged, in the parent's place and mode."""
-        choice = task.model or self.config.subagent_model or parent.model_choice
+        choice = task.model or self._configured_model(runner, parent) or parent.model_choice
         try:
             choice = self.config.find_model(choice)[0]
         except ValueError as exc:
             raise ToolFailed(f"model: {exc}") from None
+        if not runner.providers.enabled(choice.split("/", 1)[0]):
+            raise ToolFailed(f"model: {choice}: its provider was disabled by the editor")
         allowed = None
         if task.tools is not None:
             offered = set(runner.offered_tools(parent)) - {"agent"}

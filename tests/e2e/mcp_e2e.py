@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import anyio
 from e2e_support import MODEL, REPO_ROOT, processes_with_env
+from fake_llm import message_text
 
 SERVERS = REPO_ROOT / "tests" / "mcp_servers"
 MARK = "ACP_MCP_E2E_MARK"
@@ -83,6 +84,32 @@ def web_server(kind: Literal["http", "sse"], name: str = "web") -> Iterator[str]
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def tool_names(body: dict[str, Any]) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
+
+
+def tool_results(body: dict[str, Any]) -> dict[str, str]:
+    """The request's trailing tool messages, by the name of the call each answers."""
+    names = {
+        call["id"]: call["function"]["name"]
+        for message in body["messages"]
+        for call in message.get("tool_calls") or []
+    }
+    results: dict[str, str] = {}
+    messages = body["messages"]
+    if len(messages) > 1 and messages[-2]["role"] == "tool" and messages[-1]["role"] == "user":
+        messages = messages[:-1]  # the images of the tool results (tool messages take text)
+    for message in reversed(messages):
+        if message["role"] != "tool":
+            break
+        results[names[message["tool_call_id"]]] = message_text(message)
+    return results
+
+
+def calls(*directives: tuple[str, dict[str, Any]]) -> str:
+    return " ".join(f"[[tool {name} {json.dumps(args)}]]" for name, args in directives)
 
 
 def write_config(

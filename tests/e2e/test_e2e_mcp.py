@@ -50,10 +50,13 @@ from mcp_e2e import (
     MARK,
     VENDOR_KEY,
     VENDOR_KEY_ENV,
+    calls,
     gone,
     new_mark,
     stdio_entry,
     stdio_table,
+    tool_names,
+    tool_results,
     web_entry,
     web_server,
     write_config,
@@ -239,32 +242,6 @@ async def settled(conn: Any, client: McpClient, session_id: str) -> str:
         shown = client.text(session_id)[before:]
         if "): connecting" not in shown or time.monotonic() > deadline:
             return shown
-
-
-def tool_names(body: dict[str, Any]) -> set[str]:
-    return {tool["function"]["name"] for tool in body.get("tools", [])}
-
-
-def tool_results(body: dict[str, Any]) -> dict[str, str]:
-    """The request's trailing tool messages, by the name of the call each answers."""
-    names = {
-        call["id"]: call["function"]["name"]
-        for message in body["messages"]
-        for call in message.get("tool_calls") or []
-    }
-    results: dict[str, str] = {}
-    messages = body["messages"]
-    if len(messages) > 1 and messages[-2]["role"] == "tool" and messages[-1]["role"] == "user":
-        messages = messages[:-1]  # the images of the tool results (tool messages take text)
-    for message in reversed(messages):
-        if message["role"] != "tool":
-            break
-        results[names[message["tool_call_id"]]] = message_text(message)
-    return results
-
-
-def calls(*directives: tuple[str, dict[str, Any]]) -> str:
-    return " ".join(f"[[tool {name} {json.dumps(args)}]]" for name, args in directives)
 
 
 # --- servers from the request and the config -------------------------------------------------

@@ -168,3 +168,13 @@ def test_importing_the_bridge_does_not_import_the_mcp_sdk() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_server_in_the_editor_needs_its_id_and_borrows_no_trust() -> None:
+    assert McpServerSpec("e", transport="acp").problem() == "e: an acp server needs a serverId"
+    editor = McpServerSpec("files", transport="acp", server_id="files:1")
+    assert editor.problem() is None and editor.describe() == "in the editor, id files:1"
+    assert not editor.same_place(McpServerSpec("files", transport="acp", server_id="files:2"))
+    configured = [McpServerSpec("files", command="npx", args=("fs",), trusted=True)]
+    [merged] = merge_specs(configured, [editor])
+    assert (merged.transport, merged.server_id, merged.trusted) == ("acp", "files:1", False)

@@ -42,7 +42,12 @@ HTTP = {
     "headers": [{"name": "X", "value": "y"}],
 }
 SSE = {"type": "sse", "name": "events", "url": "http://127.0.0.1:9/sse", "headers": []}
-SETUP = {"cwd": "/work", "additionalDirectories": ["/other"], "mcpServers": [STDIO, HTTP, SSE]}
+ACP = {"type": "acp", "name": "editor-tools", "serverId": "tools:1"}
+SETUP = {
+    "cwd": "/work",
+    "additionalDirectories": ["/other"],
+    "mcpServers": [STDIO, HTTP, SSE, ACP],
+}
 BLOCKS = [
     {"type": "text", "text": "hello"},
     {"type": "image", "data": "aGk=", "mimeType": "image/png"},
@@ -109,16 +114,21 @@ def servers_as_schema_read(servers: list[Any]) -> list[tuple[Any, ...]]:
         elif isinstance(server, acp_schema.HttpMcpServer | acp_schema.SseMcpServer):
             headers = {h.name: h.value for h in server.headers}
             read.append((server.name, server.type, server.url, headers))
+        elif isinstance(server, acp_schema.AcpMcpServer):
+            read.append((server.name, "acp", server.server_id))
     return read
 
 
 def servers_as_we_read(setup: requests.SessionSetup) -> list[tuple[Any, ...]]:
-    return [
-        (s.name, "stdio", s.command, s.args, s.env)
-        if s.transport == "stdio"
-        else (s.name, s.transport, s.url, s.headers)
-        for s in setup.mcp_servers
-    ]
+    read: list[tuple[Any, ...]] = []
+    for s in setup.mcp_servers:
+        if s.transport == "stdio":
+            read.append((s.name, "stdio", s.command, s.args, s.env))
+        elif s.transport == "acp":
+            read.append((s.name, "acp", s.server_id))
+        else:
+            read.append((s.name, s.transport, s.url, s.headers))
+    return read
 
 
 @pytest.mark.parametrize(
@@ -242,3 +252,17 @@ def test_an_unreadable_server_is_left_out_with_a_warning(caplog: pytest.LogCaptu
     setup = requests.new_session({"cwd": "/w", "mcpServers": [broken, STDIO]})
     assert [s.name for s in setup.mcp_servers] == ["files"]
     assert "mcpServers.0 left out: mcpServers.0.command: missing" in caplog.text
+
+
+def test_a_server_in_the_editor_is_read_with_its_server_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`acp` entries (we advertise `mcpCapabilities.acp`) are bridged, not skipped."""
+    nameless = {"type": "acp", "name": "no-id"}
+    setup = requests.new_session({"cwd": "/w", "mcpServers": [ACP, nameless]})
+    [server] = setup.mcp_servers
+    assert (server.name, server.transport, server.server_id) == ("editor-tools", "acp", "tools:1")
+    assert server.problem() is None
+    assert server.describe() == "in the editor, id tools:1"
+    assert "mcpServers.1 left out: mcpServers.1.serverId: missing" in caplog.text
+    assert "not supported" not in caplog.text

@@ -48,6 +48,18 @@ id = "mini"
     return str(path)
 
 
+def own_model_config(tmp_path: Path, titler: FakeLLM, own: FakeLLM) -> str:
+    """`config` with the session's model `own/big` on a server of its own."""
+    path = Path(config(tmp_path, titler))
+    path.write_text(
+        path.read_text(encoding="utf-8").replace('"offline/echo"', '"own/big"')
+        + f'[providers.own]\ntype = "openai-compatible"\nbase_url = "{own.base_url}"\n'
+        'api_key = "test-key"\nmodels = [{id = "big"}]\n',
+        encoding="utf-8",
+    )
+    return str(path)
+
+
 def titles(client: FakeClient, session_id: str) -> list[str]:
     return [
         u["title"]
@@ -141,3 +153,22 @@ def test_what_a_model_writes_is_cleaned_to_a_plain_title() -> None:
     assert cleaned("  \n ") is None
     long = cleaned("word " * 40)
     assert long is not None and len(long) <= 60 and long.endswith("…")
+
+
+async def test_a_title_model_the_editor_disabled_gives_way_to_the_sessions_model(
+    connection: Connection, tmp_path: Path
+) -> None:
+    first = "Please fix the flaky login test in the auth module"
+    with FakeLLM() as titler, FakeLLM() as own:
+        async with connection(own_model_config(tmp_path, titler, own)) as client:
+            await client.initialize()
+            assert await client.call("providers/disable", {"providerId": "fake"}) == {}
+            session_id = await client.new_session(tmp_path)
+            reply = await client.prompt(session_id, first)
+            await client.wait_for(lambda f: is_title_update(f, "Fake reply to"))
+        asked = own.requests
+
+    assert reply["result"] == {"stopReason": "end_turn"}
+    assert not titler.requests  # never sent to: the editor turned its provider off
+    assert TITLE_INSTRUCTIONS in [r["messages"][0]["content"] for r in asked]
+    assert {r["model"] for r in asked} == {"big"}

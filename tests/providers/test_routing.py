@@ -32,12 +32,18 @@ def pool() -> ProviderPool:
     return ProviderPool(AgentConfig(providers={"claude": section}), {"MY_ANTHROPIC_KEY": OUR_KEY})
 
 
+def vendor_and_gateway() -> tuple[respx.Route, respx.Route]:
+    """Anthropic's own Messages endpoint and the editor's gateway's, both answering."""
+    return answering("https://api.anthropic.com"), answering(GATEWAY)
+
+
+def answering(root: str) -> respx.Route:
+    return respx.post(f"{root}/v1/messages").mock(return_value=sse("anthropic_text.sse"))
+
+
 @respx.mock
 async def test_a_routed_provider_sends_the_editors_headers_and_no_key_of_ours() -> None:
-    ours = respx.post("https://api.anthropic.com/v1/messages").mock(
-        return_value=sse("anthropic_text.sse")
-    )
-    gateway = respx.post(f"{GATEWAY}/v1/messages").mock(return_value=sse("anthropic_text.sse"))
+    ours, gateway = vendor_and_gateway()
     providers = pool()
     await collect(await providers.get("claude"), HELLO)
     assert ours.calls.last.request.headers["authorization"] == f"Bearer {OUR_KEY}"
@@ -67,10 +73,7 @@ async def test_a_refusal_from_the_gateway_names_the_gateway_and_masks_the_editor
 
 @respx.mock
 async def test_a_disabled_provider_is_never_sent_to_until_the_editor_routes_it_again() -> None:
-    ours = respx.post("https://api.anthropic.com/v1/messages").mock(
-        return_value=sse("anthropic_text.sse")
-    )
-    gateway = respx.post(f"{GATEWAY}/v1/messages").mock(return_value=sse("anthropic_text.sse"))
+    ours, gateway = vendor_and_gateway()
     providers = pool()
     providers.disable("claude")
     with pytest.raises(ProviderError, match="disabled by the editor"):
