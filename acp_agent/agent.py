@@ -33,6 +33,7 @@ from .providers import AuthError, ProviderError
 from .rpc.endpoint import FollowedBy
 from .rpc.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .sessions import Session
+from .sessions.choices import moved_model_notice
 from .sessions.errors import SessionLocked, StoreError
 from .sessions.manager import (
     MODE,
@@ -41,6 +42,7 @@ from .sessions.manager import (
     SessionManager,
     UnknownSession,
 )
+from .sessions.turns import Inserted
 from .tools.permissions import MODES
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ class Agent:
 
     async def set_provider(self, request: SetProvider) -> Any:
         try:
-            self._routes.set(request)
+            await self._routes.set(request)
         except RouteError as exc:
             raise RpcError(INVALID_PARAMS, f"providers/set: {exc}") from None
         # Never the headers: they may carry the editor's secrets.
@@ -105,7 +107,10 @@ class Agent:
             request.base_url,
             request.api_type,
         )
+        why = f"the editor set provider {request.provider_id} up anew"
         for session in self._sessions.live_sessions():
+            if not self._routes.offers(session.model_choice):  # a re-added provider's list
+                await self._move_to_default(session, why)
             await self._announce_options(session)  # back in the picker, or now "routed"
         return {}
 
@@ -117,26 +122,20 @@ class Agent:
         if not changed:
             return {}
         log.info("providers/disable: %s is off for this connection", request.provider_id)
-        fallback = self._config.default_choice
+        why = f"the editor disabled provider {request.provider_id}"
         for session in self._sessions.live_sessions():
             if not self._routes.usable(session.model_choice):
-                moved_from = session.model_choice
-                with _session_errors():
-                    await self._sessions.choose(session.id, MODEL, fallback)
-                await self._client.send_plain_update(
-                    session.id,
-                    {
-                        "sessionUpdate": "agent_message_chunk",
-                        "content": {
-                            "type": "text",
-                            "text": f"The editor disabled provider {request.provider_id}: "
-                            f"{moved_from} is no longer offered, so this session now uses "
-                            f"{fallback}.\n",
-                        },
-                    },
-                )
+                await self._move_to_default(session, why)
             await self._announce_options(session)
         return {}
+
+    async def _move_to_default(self, session: Session, why: str) -> None:
+        """The session's model is gone: it takes the default model, and the user is told
+        in a notice (not in the conversation)."""
+        moved_from, fallback = session.model_choice, self._config.default_choice
+        with _session_errors():
+            await self._sessions.choose(session.id, MODEL, fallback)
+        await self._client.send_update(session.id, moved_model_notice(moved_from, fallback, why))
 
     async def aclose(self) -> None:
         await self._sessions.aclose()
@@ -225,9 +224,13 @@ class Agent:
     def queue_prompt(self, session_id: Any) -> int | None:
         return self._sessions.queue_prompt(session_id) if isinstance(session_id, str) else None
 
-    async def prompt(self, request: Prompt, place: int | None) -> Any:
+    async def prompt(
+        self, request: Prompt, place: int | None, inserted: Inserted | None = None
+    ) -> Any:
         with _session_errors():
-            outcome = await self._sessions.prompt(request.session_id, request.message, place)
+            outcome = await self._sessions.prompt(
+                request.session_id, request.message, place, inserted
+            )
         if outcome.mode_changed or outcome.choices_changed:
             session = self._sessions.get(request.session_id)  # live: the prompt just ended
             if outcome.mode_changed:

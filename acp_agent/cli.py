@@ -368,7 +368,7 @@ def _add_doctor(commands: Subcommands, common: list[argparse.ArgumentParser]) ->
 def _serve(args: argparse.Namespace | SimpleNamespace, unprotected: str | None) -> int:
     import gc
 
-    from .protocol.handshake import answer_first_initialize
+    from .protocol.dialect import answer_first_initialize
 
     # No collection while start-up imports (~10% of their time); the loader turns it on.
     gc.disable()
@@ -482,8 +482,8 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
             "configuration: %s; default model %s", config.source, config.default_choice
         )
         # The provider's module (~50 ms with its HTTP client) is not imported here: the pool
-        # imports it in a worker thread for the first prompt, so a session answers sooner.
-        encoder = load_encoder()
+        # imports it in a worker thread for the first prompt, so a session answers sooner;
+        # nor is the token encoder loaded: the sessions load it after their first answer.
         # Our own keys, wherever they come from, never reach the session files: also a key
         # `acp-agent login` stores while we run (read again when the credentials file changes).
         secrets = changing_with(credentials.path, lambda: agent_secrets(config, env))
@@ -509,7 +509,7 @@ def agent_loader(config_path: str | None, env: Mapping[str, str]) -> Callable[[]
                 providers,
                 store,
                 env=env,
-                encoder=encoder,
+                load_encoder=load_encoder,
                 background=background,
             )
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from pydantic import ValidationError
 
 from ..messages import Elicitation, ElicitationAnswer, TurnEvent
@@ -15,9 +16,11 @@ from ..tools import Decision, PermissionQuestion, ToolFailed
 from ..tools.base import TerminalExit, TerminalOutput
 from . import schema as s
 from .channel import ClientChannel
+from .dialect import V1, Dialect
 from .handshake import ClientCapabilities
+from .mcp_messages import editor_mcp
 from .schema import dump
-from .updates import session_update, tool_call_content, tool_call_locations
+from .updates import tool_call_content, tool_call_locations
 
 DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_always", "reject_once", "reject_always")
 
@@ -27,27 +30,34 @@ class CapabilityMissing(Exception):
 
 
 class ClientProxy:
-    def __init__(self, endpoint: Endpoint, capabilities: ClientCapabilities) -> None:
+    def __init__(
+        self, endpoint: Endpoint, capabilities: ClientCapabilities, dialect: Dialect = V1
+    ) -> None:
         self._endpoint = endpoint
         self.capabilities = capabilities
+        self._dialect = dialect
+        """The connection's protocol version: it shapes every update."""
+        self.editor_mcp = editor_mcp(endpoint)
+        """The MCP servers that live in the editor (`acp` entries), through `mcp/message`."""
 
     async def send_update(self, session_id: str, event: TurnEvent) -> None:
-        update = session_update(
-            event,
-            self.capabilities.terminal_output_meta,
-            compaction=self.capabilities.session_compaction,
-            notices=self.capabilities.session_notices,
-            subagents=self.capabilities.subagents,
-            plans=self.capabilities.plan,
-        )
-        if update is not None:
-            await self.send_plain_update(session_id, update)
+        # One event can be several updates (v2: a local command's terminal, then its call).
+        for update in self._dialect.session_updates(event, self.capabilities):
+            await self._notify_update(session_id, update)
 
     async def send_plain_update(self, session_id: str, update: dict[str, Any]) -> None:
-        """An update the caller built as JSON (the agent's mode and option changes)."""
+        """An update the caller built as v1 JSON (the agent's mode and option changes), in
+        the connection's dialect, or not at all where it has no such update."""
+        reshaped = self._dialect.plain_update(update)
+        if reshaped is not None:
+            await self._notify_update(session_id, reshaped)
+
+    async def _notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         await self._endpoint.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
+        if self._dialect.version >= 2:
+            return await self._request_permission_v2(session_id, question)
         request = s.RequestPermissionRequest(
             session_id=session_id,
             # The tool call as announced, with what it will do (the diff, the command), so
@@ -67,6 +77,23 @@ class ClientProxy:
             ],
         )
         raw = await self._endpoint.request("session/request_permission", dump(request))
+        return _decision(raw)
+
+    async def _request_permission_v2(
+        self, session_id: str, question: PermissionQuestion
+    ) -> Decision:
+        """v2: the request in its v2 shape; the turn `requires_action` while it waits."""
+        from .v2_prompts import permission_request
+        from .v2_updates import state_update
+
+        options = _permission_options(question.always_scope)
+        request = permission_request(session_id, question, [(k, n) for k, n in options])
+        await self._notify_update(session_id, state_update("requires_action"))
+        try:
+            raw = await self._endpoint.request("session/request_permission", request)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._notify_update(session_id, state_update("running"))
         return _decision(raw)
 
     async def elicit(self, session_id: str, elicitation: Elicitation) -> ElicitationAnswer:

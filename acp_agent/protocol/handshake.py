@@ -3,8 +3,9 @@
 Parses the client's capabilities leniently (any v1 shape, unknown keys ignored, wrong types
 read as "not supported") and builds a response that `acp.schema.InitializeResponse`
 accepts; a test holds it to that. An editor sends `initialize` the moment it starts us, so
-`answer_first_initialize` answers it before the event loop exists (asyncio and anyio alone
-take ~50 ms to load); anything else first is left to the server.
+`dialect.answer_first_initialize` answers it before the event loop exists (asyncio and
+anyio alone take ~50 ms to load); anything else first is left to the server. This is the
+v1 handshake; `v2_wire` reads and answers the v2 one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 from .. import __version__
 from ..rpc.errors import INVALID_PARAMS, RpcError
-from ..rpc.framing import FdSource, decode_frame, encode_frame, read_first_line, write_all
 
 PROTOCOL_VERSION = 1
 AGENT_NAME = "acp-agent"
@@ -88,52 +88,15 @@ def parse_initialize(params: Any) -> Handshake:
     )
 
 
-def answer_first_initialize(frames_in: int, frames_out: int) -> tuple[Handshake | None, FdSource]:
-    """Read the first frame; if it is a well-formed `initialize` request, answer it. Returns
-    the handshake (None: not answered) and the source the server reads on from: with
-    every byte read so far when the first frame was anything else (answered as usual)."""
-    line, rest, ended = read_first_line(frames_in)
-    handshake, request_id = _initialize_request(line)
-    if handshake is None:
-        unread = rest if line is None else line + b"\n" + rest
-        return None, FdSource(frames_in, unread=unread, ended=ended)
-    answer = {"jsonrpc": "2.0", "id": request_id, "result": initialize_response(handshake)}
-    write_all(frames_out, encode_frame(answer))
-    return handshake, FdSource(frames_in, unread=rest, ended=ended)
-
-
-def _initialize_request(line: bytes | None) -> tuple[Handshake | None, int | str | None]:
-    """The handshake and id of a well-formed `initialize` request; (None, None) else."""
-    if line is None:
-        return None, None
-    try:
-        message = decode_frame(line.strip())
-    except RpcError:
-        return None, None
-    if not isinstance(message, dict):
-        return None, None
-    request_id = message.get("id")
-    if (
-        message.get("jsonrpc") != "2.0"
-        or message.get("method") != "initialize"
-        or isinstance(request_id, bool)
-        or not isinstance(request_id, int | str)
-    ):
-        return None, None
-    try:
-        return parse_initialize(message.get("params")), request_id
-    except RpcError:
-        return None, None
-
-
 def initialize_response(handshake: Handshake) -> dict[str, Any]:
-    """Our answer: version 1 to any client asking 1 or more (the latest we speak otherwise)."""
+    """Our v1 answer, to a client asking 1 or less (`dialect` answers 2 and more in v2)."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "mcpCapabilities": {"http": True, "sse": True},
+            # Unstable `acp`: servers that live in the editor, through `mcp/message`.
+            "mcpCapabilities": {"http": True, "sse": True, "acp": True},
             # `logout` forgets the keys `acp-agent login` stored.
             "auth": {"logout": {}},
             # Unstable: `providers/list|set|disable` (the editor routes our LLM traffic).

@@ -40,7 +40,15 @@ class AcpAgent(Protocol):
     async def set_mode(self, request: s.SetSessionModeRequest) -> Answer: ...
     async def set_config_option(self, request: s.SetSessionConfigOptionSelectRequest) -> Answer: ...
     async def set_model(self, request: SetSessionModelRequest) -> Answer: ...
-    async def prompt(self, request: Prompt, place: int | None) -> Answer: ...
+    async def prompt(
+        self,
+        request: Prompt,
+        place: int | None,
+        inserted: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Answer:
+        """`inserted`: awaited with the user message's id as it joins the history."""
+        ...
+
     async def cancel(self, notification: Cancel) -> None: ...
     async def list_providers(self, request: ListProviders) -> Answer: ...
     async def set_provider(self, request: SetProvider) -> Answer: ...
@@ -99,6 +107,19 @@ REQUESTS = {
         ),
     )
 }
+
+V1_ONLY = frozenset({"logout", "session/load", "session/set_mode", "session/set_model"})
+"""Gone in v2: `logout` is `auth/logout`, `session/load` is `session/resume` with a replay,
+modes are the `mode` config option, models the `model` one."""
+
+REQUESTS_V2 = {
+    **{name: method for name, method in REQUESTS.items() if name not in V1_ONLY},
+    "auth/logout": Method("auth/logout", ModelReader("LogoutRequest"), lambda a, r: a.logout(r)),
+    "session/new": Method(
+        "session/new", requests.new_session_servers_optional, lambda a, r: a.new_session(r)
+    ),
+}
+"""v2's table; `auth/login` is the server's, as `authenticate` (see `HANDSHAKE`)."""
 
 NOTIFICATIONS = {
     m.name: m for m in (Method("session/cancel", requests.cancel, lambda a, n: a.cancel(n)),)

@@ -13,6 +13,7 @@ Every error it answers carries its readable reason in `data.details` as well: so
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -25,19 +26,15 @@ from anyio.abc import TaskGroup
 from ..rpc.endpoint import Endpoint, FollowedBy, Work, short_failure
 from ..rpc.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError
 from ..rpc.framing import ByteSink, ByteSource
-from .handshake import (
-    ClientCapabilities,
-    Handshake,
-    answer_authenticate,
-    initialize_response,
-    parse_initialize,
-)
+from .dialect import V1, Dialect, dialect_for, negotiate
+from .handshake import ClientCapabilities, Handshake, answer_authenticate
 
 if TYPE_CHECKING:
     # Not at import time: the client proxy loads the schema, which `initialize` must not
     # wait for.
     from .client import ClientProxy
     from .methods import AcpAgent
+    from .v2_prompts import V2Prompts
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +53,7 @@ async def serve(
     source: ByteSource, sink: ByteSink, *, load: Loader, greeted: Handshake | None = None
 ) -> None:
     """Serve one client until its input ends; `greeted`: its `initialize` was answered
-    already (`handshake.answer_first_initialize`), so start-up begins at once."""
+    already (`dialect.answer_first_initialize`), so start-up begins at once."""
     endpoint = Endpoint(source, sink)
     async with anyio.create_task_group() as background:
         server = AcpServer(endpoint, background, load)
@@ -75,13 +72,22 @@ class AcpServer:
         self._handshake = Handshake(
             protocol_version=1, client=ClientCapabilities(), client_name=None
         )
+        self._dialect: Dialect = V1
+        """The connection's protocol version, chosen by `initialize` (see `dialect`)."""
         self._agent: AcpAgent | None = None
+        self._client: ClientProxy | None = None
+        self._v2_prompts: V2Prompts | None = None
+        """v2 only: its prompts answer at insertion (see `v2_prompts`)."""
         self._startup_error: str | None = None
         self._ready = anyio.Event()
         self._warming = False
 
     def receive_request(self, method: str, params: Any) -> Work:
         place = None
+        if method == "initialize":
+            # In effect as its frame is read: the next frame may be a batch, only v2 takes.
+            with contextlib.suppress(RpcError):  # its work answers the error
+                self._speak(negotiate(params))
         if method == "session/prompt" and self._agent is not None:
             # A cancel in the next frame must find this prompt (ARCHITECTURE rule 10).
             place = self._agent.queue_prompt(_field(params, "sessionId"))
@@ -100,34 +106,63 @@ class AcpServer:
 
     async def _handle_request(self, method: str, params: Any, place: int | None) -> Any:
         if method == "initialize":
-            self._handshake = parse_initialize(params)
-            log.info("initialize from %s", self._handshake.client_name or "an unnamed client")
+            negotiate(params)  # negotiated as read (`receive_request`); here the errors
+            answer = self._dialect.initialize_response(self._handshake)
             # Warm up once the answer is out: the import thread would slow its writing.
-            return FollowedBy(initialize_response(self._handshake), self._warm_up_after_flush)
-        if method == "authenticate":
+            return FollowedBy(answer, self._warm_up_after_flush)
+        if method == self._dialect.login_method:
             return answer_authenticate(self._handshake, params)  # no waiting for start-up
-        # Not at import time: the readers load the config's and the MCP bridge's types.
-        from .methods import REQUESTS
         from .requests import read_params
 
-        spec = REQUESTS.get(method)
+        spec = self._dialect.request_method(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
         agent = await self._ready_agent()
         request = read_params(method, spec.read, params)
-        if method == "session/prompt":
-            return await agent.prompt(request, place)
-        return await spec.call(agent, request)
+        if method == "session/prompt" and self._v2_prompts is not None:
+            key = _field(params, "idempotencyKey")
+            answer = await self._v2_prompts.prompt(
+                agent, request, place, key if isinstance(key, str) else None
+            )
+        elif method == "session/prompt":
+            answer = await agent.prompt(request, place)
+        elif method == "session/resume" and self._v2_prompts is not None:
+            from .v2_prompts import resume
+
+            assert self._client is not None  # set with the agent
+            answer = await resume(agent, self._client, request, params)
+        else:
+            answer = await spec.call(agent, request)
+        return self._in_dialect(method, answer)
 
     def greeted(self, handshake: Handshake) -> None:
-        self._handshake = handshake
-        log.info("initialize from %s", handshake.client_name or "an unnamed client")
+        self._speak(handshake)
         self._start_warm_up()
+
+    def _speak(self, handshake: Handshake) -> None:
+        """Take the negotiated handshake: its dialect for the rest of the connection."""
+        self._handshake = handshake
+        self._dialect = dialect_for(handshake)
+        # Batches are read before the next frame: on from the frame after `initialize`.
+        self._endpoint.accept_batches = self._dialect.batches
+        log.info(
+            "initialize from %s (ACP v%d)",
+            handshake.client_name or "an unnamed client",
+            self._dialect.version,
+        )
+
+    def _in_dialect(self, method: str, answer: Any) -> Any:
+        if isinstance(answer, FollowedBy):
+            return FollowedBy(self._dialect.answer(method, answer.result), answer.follow_up)
+        return self._dialect.answer(method, answer)
 
     async def handle_notification(self, method: str, params: Any) -> None:
         from .methods import NOTIFICATIONS
         from .requests import read_params
 
+        if method == "mcp/message":
+            self._mcp_notification(params)
+            return
         spec = NOTIFICATIONS.get(method)
         if spec is None:
             if not method.startswith("_"):
@@ -136,6 +171,20 @@ class AcpServer:
         if self._agent is None:
             return  # no session can exist before the agent does
         await spec.call(self._agent, read_params(method, spec.read, params))
+
+    def _mcp_notification(self, params: Any) -> None:
+        """The editor's `mcp/message`: to the request of ours (MCP over ACP) it names."""
+        from .mcp_messages import notification
+        from .requests import read_params
+
+        if self._client is None:
+            return  # no request of ours can be active yet
+        try:
+            message = read_params("mcp/message", notification, params)
+        except RpcError as exc:
+            log.warning("%s", exc.message)
+            return
+        self._client.editor_mcp.deliver(message)
 
     def wind_down(self) -> None:
         """The client is gone and work still runs: cancel every turn, which then answers
@@ -177,7 +226,12 @@ class AcpServer:
                 return
             from .client import ClientProxy
 
-            client = ClientProxy(self._endpoint, self._handshake.client)
+            client = ClientProxy(self._endpoint, self._handshake.client, self._dialect)
+            self._client = client
+            if self._dialect.version >= 2:
+                from .v2_prompts import V2Prompts
+
+                self._v2_prompts = V2Prompts(client, self._background)
             self._agent = started(client, self._background)
             self._background.start_soon(self._warm_schema)
         except Exception as exc:

@@ -201,8 +201,8 @@ def _tool_call_created(event: ToolCallStarted) -> JsonObject:
         kind=event.kind,
         status=event.status,
         rawInput=event.raw_input,
-        content=_tool_contents(event.content) or None,
-        locations=_locations(event.locations) or None,
+        content=tool_contents(event.content) or None,
+        locations=locations(event.locations) or None,
         name=event.name,
     )
 
@@ -216,12 +216,12 @@ def _tool_call_changed(event: ToolCallUpdated, content: Sequence[ToolContent] | 
         status=event.status,
         title=event.title,
         rawOutput=event.raw_output,
-        content=None if content is None else _tool_contents(content),
-        locations=None if event.locations is None else _locations(event.locations),
+        content=None if content is None else tool_contents(content),
+        locations=None if event.locations is None else locations(event.locations),
     )
 
 
-def _locations(locations: Sequence[Location]) -> list[JsonObject]:
+def locations(locations: Sequence[Location]) -> list[JsonObject]:
     # v2 counts lines from 1: a line before that says nothing, so the path stands alone.
     return [
         _without_none(path=loc.path, line=loc.line if loc.line and loc.line > 0 else None)
@@ -229,7 +229,7 @@ def _locations(locations: Sequence[Location]) -> list[JsonObject]:
     ]
 
 
-def _tool_contents(content: Sequence[ToolContent]) -> list[JsonObject]:
+def tool_contents(content: Sequence[ToolContent]) -> list[JsonObject]:
     return [_tool_content(item) for item in content]
 
 

@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ._batch import BatchReply
 from ._frame_log import log_frame
 from .errors import (
     INTERNAL_ERROR,
@@ -106,6 +107,9 @@ class Endpoint:
         self._frames_done = 0
         self._frames_progress = anyio.Event()
         self._drained = anyio.Event()
+        self.accept_batches = False
+        """Answer JSON-RPC batches (arrays) instead of refusing them: the protocol above
+        turns it on where its version has them (ACP v2). We never send batches."""
 
     # --- running -----------------------------------------------------------------------
 
@@ -219,7 +223,9 @@ class Endpoint:
             await self._answer_unexpected(message)
 
     async def _dispatch(self, tg: TaskGroup, handler: Handler, message: Any) -> None:
-        if isinstance(message, list):
+        if isinstance(message, list) and self.accept_batches:
+            await self._receive_batch(tg, handler, message)
+        elif isinstance(message, list):
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "batch requests are not supported")
             )
@@ -227,21 +233,47 @@ class Endpoint:
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "a message must be a JSON object")
             )
-        elif "method" not in message and ("result" in message or "error" in message):
+        elif _is_response(message):
             self._receive_response(message)  # never answered, whatever its id
         else:
             await self._receive_call(tg, handler, message)
 
-    async def _receive_call(self, tg: TaskGroup, handler: Handler, message: dict[str, Any]) -> None:
+    async def _receive_batch(self, tg: TaskGroup, handler: Handler, entries: list[Any]) -> None:
+        """Each entry as if it came alone (requests run concurrently), answered together."""
+        if not entries:
+            await self._send_error(None, RpcError(INVALID_REQUEST, "an empty batch"))
+            return
+        batch = BatchReply(self._send_batch)
+        try:
+            for entry in entries:
+                if not isinstance(entry, dict):  # a batch inside a batch too
+                    refusal = RpcError(INVALID_REQUEST, "a batch entry must be a JSON object")
+                    await self._reject(batch, None, refusal)
+                elif _is_response(entry):
+                    self._receive_response(entry)
+                else:
+                    await self._receive_call(tg, handler, entry, batch)
+        finally:
+            # Whatever fails part way, the requests already started are answered, together.
+            await batch.seal()
+
+    async def _receive_call(
+        self,
+        tg: TaskGroup,
+        handler: Handler,
+        message: dict[str, Any],
+        batch: BatchReply | None = None,
+    ) -> None:
         """A request or a notification, or an invalid message answered -32600."""
         raw_id = message.get("id")
         method = message.get("method")
         if "id" in message and not _is_valid_id(raw_id):
-            await self._send_error(
-                None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
+            await self._reject(
+                batch, None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
             )
         elif not isinstance(method, str):
-            await self._send_error(
+            await self._reject(
+                batch,
                 raw_id if _is_valid_id(raw_id) else None,
                 RpcError(
                     INVALID_REQUEST, "a message needs a method, or an id with a result or error"
@@ -252,9 +284,11 @@ class Endpoint:
         elif raw_id in self._in_flight:
             # Answering under that id would pose as the answer to the first request.
             in_use = f"id {_clip(repr(raw_id))} is already used by a request in flight"
-            await self._send_error(None, RpcError(INVALID_REQUEST, in_use))
+            await self._reject(batch, None, RpcError(INVALID_REQUEST, in_use))
         else:
-            self._start_request(tg, handler, raw_id, method, message.get("params"))
+            if batch is not None:
+                batch.owe()
+            self._start_request(tg, handler, raw_id, method, message.get("params"), batch)
 
     async def _answer_unexpected(self, message: Any) -> None:
         """The last line of defence: -32603 for a request whose frame failed before its
@@ -270,28 +304,43 @@ class Endpoint:
             log.exception("could not answer request %s", _clip(repr(request_id)))
 
     def _start_request(
-        self, tg: TaskGroup, handler: Handler, request_id: RequestId, method: str, params: Any
+        self,
+        tg: TaskGroup,
+        handler: Handler,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        batch: BatchReply | None = None,
     ) -> None:
         scope = anyio.CancelScope()
         self._in_flight[request_id] = scope
         work = _accept(handler, method, params)
-        tg.start_soon(self._answer_request, work, scope, request_id, method)
+        tg.start_soon(self._answer_request, work, scope, request_id, method, batch)
 
     async def _answer_request(
-        self, work: Work, scope: anyio.CancelScope, request_id: RequestId, method: str
+        self,
+        work: Work,
+        scope: anyio.CancelScope,
+        request_id: RequestId,
+        method: str,
+        batch: BatchReply | None = None,
     ) -> None:
-        """Run one request in its own task and write its one response.
+        """Run one request in its own task and write its one response (into its batch's
+        array, for an entry of a batch).
 
         Never raises: an exception escaping this task would end the connection's task
         group, so whatever `_respond` did not foresee still answers -32603.
         """
         try:
-            await self._respond(work, scope, request_id, method)
+            await self._respond(work, scope, request_id, method, batch)
         except Exception:  # raised before the response was queued: the follow-up never raises
             log.exception("answering %s failed", _clip(method))
             with contextlib.suppress(Exception):
                 failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} failed")
-                await self._send_error(request_id, failure)
+                if batch is None:
+                    await self._send_error(request_id, failure)
+                else:  # owed already
+                    await batch.add(_response(request_id, _Reply(error=failure)))
         finally:
             # In flight until answered: the drain at end of input waits for the answer too.
             if self._in_flight.get(request_id) is scope:
@@ -300,22 +349,33 @@ class Endpoint:
                 self._drained.set()
 
     async def _respond(
-        self, work: Work, scope: anyio.CancelScope, request_id: RequestId, method: str
+        self,
+        work: Work,
+        scope: anyio.CancelScope,
+        request_id: RequestId,
+        method: str,
+        batch: BatchReply | None = None,
     ) -> None:
         """Write the work's outcome (a response JSON cannot carry becomes -32603), then
-        run its follow-up, if any."""
+        run its follow-up, if any (for a batch entry: once the batch's array is written)."""
         reply = await self._outcome(work, scope, method)
         follow_up = None
         if isinstance(reply.result, FollowedBy):
             reply, follow_up = _Reply(result=reply.result.result), reply.result.follow_up
+        response = _response(request_id, reply)
         try:
-            frame = encode_frame(_response(request_id, reply))
+            frame = encode_frame(response)
         except NOT_JSON as exc:
             log.error("%s produced a response that is not JSON: %s", _clip(method), exc)
             follow_up = None
             failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} produced an invalid result")
-            frame = encode_frame(_response(request_id, _Reply(error=failure)))
-        await self._queue(frame)
+            response = _response(request_id, _Reply(error=failure))
+            frame = encode_frame(response)
+        if batch is None:
+            await self._queue(frame)
+        else:
+            await batch.add(response)
+            await batch.sent()
         if follow_up is not None:
             await self._run_follow_up(method, follow_up)
 
@@ -393,6 +453,21 @@ class Endpoint:
     async def _send_error(self, request_id: RequestId | None, error: RpcError) -> None:
         await self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})
 
+    async def _reject(
+        self, batch: BatchReply | None, request_id: RequestId | None, error: RpcError
+    ) -> None:
+        """An invalid message's error: on its own, or into the array of the batch it came
+        in, there always with id null (the ACP v2 transports page: an invalid entry never
+        poses as a request's answer)."""
+        if batch is None:
+            await self._send_error(request_id, error)
+        else:
+            batch.owe()
+            await batch.add(_response(None, _Reply(error=error)))
+
+    async def _send_batch(self, responses: list[dict[str, Any]]) -> None:
+        await self._queue(encode_frame(responses))
+
     async def _send(self, message: dict[str, Any]) -> None:
         await self._queue(encode_frame(message))
 
@@ -446,7 +521,7 @@ def _accept(handler: Handler, method: str, params: Any) -> Work:
         return fail
 
 
-def _response(request_id: RequestId, reply: _Reply) -> dict[str, Any]:
+def _response(request_id: RequestId | None, reply: _Reply) -> dict[str, Any]:
     if reply.error is not None:
         return {"jsonrpc": "2.0", "id": request_id, "error": reply.error.to_dict()}
     return {"jsonrpc": "2.0", "id": request_id, "result": reply.result}
@@ -477,6 +552,10 @@ def _error_note(message: dict[str, Any]) -> str:
     error = message.get("error")
     text = error.get("message") if isinstance(error, dict) else None
     return f": {_clip(text)}" if isinstance(text, str) else ""
+
+
+def _is_response(message: dict[str, Any]) -> bool:
+    return "method" not in message and ("result" in message or "error" in message)
 
 
 def _is_valid_id(value: Any) -> TypeGuard[RequestId]:

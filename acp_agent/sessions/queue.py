@@ -15,7 +15,7 @@ from .commands import PromptOutcome, SlashCommands, slash_command
 from .lifecycle import Lifecycle
 from .live import LiveSessions
 from .servers import McpServers
-from .turns import TurnRunner
+from .turns import Inserted, TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,11 @@ class PromptQueue:
         return parked.tickets.take() if parked is not None else None
 
     async def prompt(
-        self, session_id: str, message: Message, place: int | None = None
+        self,
+        session_id: str,
+        message: Message,
+        place: int | None = None,
+        inserted: Inserted | None = None,
     ) -> PromptOutcome:
         entry = await self.lifecycle.use(session_id)
         session = entry.session
@@ -55,7 +59,7 @@ class PromptQueue:
             # The turn is built when its queue slot comes: a prompt that waited uses the
             # model and mode chosen meanwhile.
             stop = await session.run_turn(
-                lambda: self.runner.run(session, entry.writer, message), place
+                lambda: self.runner.run(session, entry.writer, message, inserted=inserted), place
             )
             return PromptOutcome(stop)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ from ..tools import Decision, PermissionQuestion, Tool, ToolContext
 from ..tools.permissions import PermissionMode, tools_for_mode
 from .channel import EditorLink, SessionChannel
 from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
-from .mentions import MentionReader, MentionsCancelled
 from .outcomes import failure_text, no_reply_marker, unanswered
 from .project import ProjectKnowledge
 from .recorder import TurnRecorder
@@ -54,6 +53,10 @@ if TYPE_CHECKING:
     from .subagents import Delegate, Subagents
 
 logger = logging.getLogger(__name__)
+
+Inserted = Callable[[str], Awaitable[None]]
+"""Told the id of a prompt's user message as it joins the history (protocol v2 answers the
+prompt then); awaited, so what it sends goes out before the turn's first event."""
 
 SYNC_SECONDS = 2.0
 """Time allowed to fsync a log at a turn's end (also when the turn was cancelled)."""
@@ -84,9 +87,15 @@ class TurnRunner:
         log: LogWriter,
         message: Message,
         channel: SessionChannel | None = None,
+        *,
+        inserted: Inserted | None = None,
     ) -> TurnStopReason:
         """One turn; `channel`: where its events go, when not to the session's own (a
-        subagent shown inside its parent's tool call)."""
+        subagent shown inside its parent's tool call); `inserted`: awaited with the user
+        message's id as it joins the history, before the turn's first event."""
+        # Not at import time: it reads files as read_file does, a tool built after start-up.
+        from .mentions import MentionReader, MentionsCancelled
+
         # An unknown model or a provider that fails to load fails the prompt before it
         # joins the history.
         await self.model_setup(session)
@@ -119,7 +128,10 @@ class TurnRunner:
         try:
             async with channel.streaming():
                 prompt = await mentions.read(message)
-                stop = await turn.run(prompt, uuid.uuid4().hex)
+                message_id = uuid.uuid4().hex
+                if inserted is not None:
+                    await inserted(message_id)  # the engine keeps it first thing
+                stop = await turn.run(prompt, message_id)
         except MentionsCancelled:
             stop = "cancelled"
         except Exception as exc:
@@ -177,7 +189,7 @@ class TurnRunner:
         self, session: Session, log: LogWriter, channel: SessionChannel, prompt: str
     ) -> None:
         assert self.config.title_model is not None
-        choice, _, model = self.config.find_model(self.config.title_model)
+        choice, _, model = self.config.find_model(self._title_model(session))
         title: str | None = None
         with anyio.move_on_after(TITLE_SECONDS):
             try:
@@ -188,6 +200,20 @@ class TurnRunner:
         if title is None or log.closed:
             return
         await _retitle(session, log, channel, title)
+
+    def _title_model(self, session: Session) -> str:
+        """The configured title model, or the session's own while the editor has the
+        title model's provider disabled."""
+        assert self.config.title_model is not None
+        provider = self.config.title_model.split("/", 1)[0]
+        if self.providers.enabled(provider):
+            return self.config.title_model
+        logger.info(
+            "title model %s: the editor disabled its provider; using %s",
+            self.config.title_model,
+            session.model_choice,
+        )
+        return session.model_choice
 
     def _tool_context(self, session: Session, channel: SessionChannel) -> ToolContext:
         # Questions go through the turn's own channel, which shows the text streamed so far

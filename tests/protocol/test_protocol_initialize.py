@@ -43,11 +43,20 @@ async def test_the_initialize_response_has_no_nulls(connection: Connection) -> N
 
 
 @pytest.mark.parametrize("asked", [2, 99])
-async def test_a_client_asking_a_newer_version_is_answered_version_1(
+async def test_a_client_asking_a_newer_version_is_answered_version_2_our_latest(
     connection: Connection, asked: int
 ) -> None:
+    # ACP-INIT-003: never the echo of an unsupported version; v2 shapes: `test_dialect`.
     async with connection() as client:
         result = await client.initialize({**ZED_INITIALIZE, "protocolVersion": asked})
+    assert result["protocolVersion"] == 2
+
+
+async def test_a_client_asking_an_older_version_is_answered_version_1(
+    connection: Connection,
+) -> None:
+    async with connection() as client:
+        result = await client.initialize({**ZED_INITIALIZE, "protocolVersion": 0})
     assert result["protocolVersion"] == 1
     InitializeResponse.model_validate(result)
 
