@@ -27,8 +27,9 @@ from pathlib import Path
 
 import anyio
 
-from acp_agent.tools import LocalEditor, ToolContext
+from acp_agent.tools import ToolContext
 from acp_agent.tools.jobs import JobIdParams, JobKill, JobOutput, JobOutputParams
+from acp_agent.tools.local import LocalEditor
 from acp_agent.tools.shell import Shell, ShellParams
 
 JOBS = {

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import anyio
 
-from acp_agent.tools import LocalEditor, ToolContext, _ripgrep
+from acp_agent.tools import ToolContext, _ripgrep
+from acp_agent.tools.local import LocalEditor
 from acp_agent.tools.search import Search, SearchParams
 
 TOP, MIDDLE, FILES = 50, 20, 50

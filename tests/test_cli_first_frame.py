@@ -1,5 +1,5 @@
 """The first frame is read before the event loop exists, and an `initialize` in it is
-answered there (`handshake.answer_first_initialize`): whatever else arrives first, or in
+answered there (`dialect.answer_first_initialize`): whatever else arrives first, or in
 the same write, is still read and answered as the server always does."""
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ file. The tests read that file the moment the answer they wait for arrives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -203,6 +205,90 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     assert "acp.schema" not in loaded
     # web_fetch's HTTP client and HTML converter wait for its first fetch (~40 ms).
     assert not {"httpx2", "acp_agent.tools._web_http", "acp_agent.tools._web_content"} & loaded
+
+
+BUILTIN_TOOL_MODULES = {
+    f"acp_agent.tools.{name}"
+    for name in (
+        "read_file",
+        "search",
+        "edit_file",
+        "write_file",
+        "shell",
+        "jobs",
+        "plan",
+        "agent",
+        "web_fetch",
+        "ask_user",
+    )
+}
+
+
+def slash_command_reply(agent: Agent, session_id: str, command: str) -> str:
+    prompt = agent.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": command}]}
+    )
+    chunks: list[str] = []
+    while True:
+        message = agent.receive()
+        update = (message.get("params") or {}).get("update") or {}
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            chunks.append(update["content"]["text"])
+        if message.get("id") == prompt and "method" not in message:
+            assert message["result"]["stopReason"] == "end_turn", message
+            return "".join(chunks)
+
+
+def test_a_new_session_answers_before_its_tools_and_token_encoder_are_built(
+    tmp_path: Path,
+) -> None:
+    # A tiktoken stand-in, so that loading the encoder shows as an import (the real
+    # encoding file is not on this machine, and tiktoken would download it); any text is
+    # one token to it.
+    fake = tmp_path / "fake-tiktoken"
+    (fake / "tiktoken").mkdir(parents=True)
+    (fake / "tiktoken" / "__init__.py").write_text(
+        "class _OneToken:\n"
+        "    def encode_ordinary(self, text):\n"
+        "        return [0]\n\n\n"
+        "def get_encoding(name):\n"
+        "    return _OneToken()\n",
+        encoding="utf-8",
+    )
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    url = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(b"")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'default_model = "echo/echo"\n\n[providers.echo]\ntype = "echo"\n', encoding="utf-8"
+    )
+    env = environment(
+        tmp_path,
+        ACP_AGENT_CONFIG=str(config),
+        PYTHONPATH=str(fake),
+        TIKTOKEN_CACHE_DIR=str(cache),
+    )
+    agent = Agent(env, tmp_path, tmp_path / "err")
+    try:
+        agent.answer(agent.request("initialize", INITIALIZE))
+        new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        session_id = agent.answer(new)["sessionId"]
+        at_new = agent.imported()
+        report = slash_command_reply(agent, session_id, "/context")
+        after_prompt = agent.imported()
+        tail = agent.stderr_tail()
+    finally:
+        agent.close()
+
+    assert not BUILTIN_TOOL_MODULES & at_new, sorted(BUILTIN_TOOL_MODULES & at_new)
+    assert "tiktoken" not in at_new
+    # The first prompt (a slash command is one) waited for them: all the tools are there,
+    # and the counts are the tokenizer's.
+    assert BUILTIN_TOOL_MODULES - {"acp_agent.tools.ask_user"} <= after_prompt
+    assert "tiktoken" in after_prompt
+    assert "token counts are estimates" not in tail
+    assert re.match(r"System prompt: 1 tokens?\. Tools: 10 offered, 1 tokens? ", report), report
 
 
 def test_the_first_prompt_streams_without_the_schema_models(

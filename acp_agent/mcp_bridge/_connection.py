@@ -31,7 +31,6 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -39,10 +38,13 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ._callbacks import progress_callback, sdk_callbacks
+from ._editor_transport import OUTER_FAILURE, editor_client
 from ._link import Link
 from ._results import map_result, prompt_infos, prompt_result, tool_infos
 from ._schema import shield_listing
 from ._stderr import StderrPipe
+from ._stdio_transport import StartedServer, start_spec, stdio_streams
+from .editor import EditorMcpFailed
 from .errors import CallFailed
 from .model import (
     HubHandlers,
@@ -76,11 +78,18 @@ class Settings:
     allow_sampling: bool
 
 
-async def run_link(link: Link, attempt: int, settings: Settings, on_change: OnChange) -> None:
-    """Connect `link`'s server and serve it; every failure ends up in `link`, reported once."""
+async def run_link(
+    link: Link,
+    attempt: int,
+    settings: Settings,
+    on_change: OnChange,
+    started: StartedServer | Exception | None = None,
+) -> None:
+    """Connect `link`'s server and serve it; every failure ends up in `link`, reported once.
+    `started`: a stdio server the hub started already (or why it could not)."""
     try:
         async with AsyncExitStack() as stack:
-            await _connect_and_serve(link, attempt, settings, on_change, stack)
+            await _connect_and_serve(link, attempt, settings, on_change, stack, started)
     except Exception as exc:
         log.debug("MCP server %r failed", link.name, exc_info=True)
         await settle_stderr(link)
@@ -92,23 +101,18 @@ async def run_link(link: Link, attempt: int, settings: Settings, on_change: OnCh
 
 
 async def _connect_and_serve(
-    link: Link, attempt: int, settings: Settings, on_change: OnChange, stack: AsyncExitStack
+    link: Link,
+    attempt: int,
+    settings: Settings,
+    on_change: OnChange,
+    stack: AsyncExitStack,
+    started: StartedServer | Exception | None,
 ) -> None:
     spec = link.spec
-    stderr: StderrPipe | None = None
     if spec.transport == "stdio":
-        stderr = StderrPipe(spec.name, link.stderr)
-        link.stderr_done = stderr.done
-        pumps = await stack.enter_async_context(anyio.create_task_group())
-        pumps.start_soon(stderr.pump)
-        stack.push_async_callback(_finish_pump, stderr, pumps)
-    try:
-        read, write = await stack.enter_async_context(
-            await _transport(spec, settings, stderr, stack)
-        )
-    finally:
-        if stderr is not None:
-            stderr.close_writer()  # the child has its copy
+        read, write = await _stdio(link, settings, stack, started)
+    else:
+        read, write = await stack.enter_async_context(await _transport(spec, settings, stack))
     watched = _WatchedStream(read, lambda: link.wake.set())
     session = await stack.enter_async_context(
         ClientSession(
@@ -119,7 +123,7 @@ async def _connect_and_serve(
         )
     )
     try:
-        await session.initialize()
+        await _handshake(session, spec)
         live = LiveSession(link, session)
         tools, warnings = await live.list_tools()
         prompts = await live.list_prompts()
@@ -135,6 +139,15 @@ async def _connect_and_serve(
     log.info("MCP server %r ready: %d tools, %d prompts", link.name, len(tools), len(prompts))
     await on_change(link)
     await _serve(link, attempt, live, watched, on_change)
+
+
+async def _handshake(session: ClientSession, spec: McpServerSpec) -> None:
+    """`initialize`; a server in the editor speaks the binding's 2026-07-28 protocol, whose
+    `server/discover` makes every later request carry its version and our capabilities."""
+    if spec.transport == "acp":
+        await session.discover()
+    else:
+        await session.initialize()
 
 
 async def _serve(
@@ -190,18 +203,40 @@ async def settle_stderr(link: Link) -> None:
             await link.stderr_done.wait()
 
 
+async def _stdio(
+    link: Link, settings: Settings, stack: AsyncExitStack, started: StartedServer | Exception | None
+) -> tuple[Any, Any]:
+    """The streams of a stdio server: the one the hub started while the SDK was importing,
+    else (a retry) one started now; its stderr pumped to the log until it closes."""
+    if isinstance(started, Exception):
+        raise started  # reported as a start that failed here would be
+    if started is None:
+        started = await start_spec(link.spec, link.stderr, settings.env, settings.cwd)
+    # From here to the streams, no await that a cancel could interrupt: they own the process.
+    stderr = started.stderr
+    link.stderr_done = stderr.done
+    pumps = await stack.enter_async_context(anyio.create_task_group())
+    pumps.start_soon(stderr.pump)
+    stack.push_async_callback(_finish_pump, stderr, pumps)
+    return await stack.enter_async_context(stdio_streams(started.process, _parse_line, _dump))
+
+
+def _parse_line(line: str) -> SessionMessage:
+    return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+
+
+def _dump(message: SessionMessage) -> str:
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True)
+
+
 async def _transport(
-    spec: McpServerSpec, settings: Settings, stderr: StderrPipe | None, stack: AsyncExitStack
+    spec: McpServerSpec, settings: Settings, stack: AsyncExitStack
 ) -> AbstractAsyncContextManager[tuple[Any, Any]]:
-    if spec.transport == "stdio":
-        assert stderr is not None and spec.command is not None
-        server = StdioServerParameters(
-            command=spec.command,
-            args=list(spec.args),
-            env={**settings.env, **spec.env},
-            cwd=settings.cwd,
-        )
-        return stdio_client(server, errlog=stderr.writer)
+    if spec.transport == "acp":
+        editor = settings.handlers.editor
+        if editor is None or spec.server_id is None:
+            raise EditorMcpFailed("there is no editor connection to reach it through")
+        return editor_client(editor, spec.server_id)
     assert spec.url is not None
     if spec.transport == "sse":
         return sse_client(spec.url, headers=dict(spec.headers))
@@ -366,8 +401,12 @@ def describe_error(exc: BaseException, spec: McpServerSpec) -> str:
             return f"cannot start {spec.command!r}: {exc.strerror or exc}"
         case MCPError(code=types.CONNECTION_CLOSED):
             return "the server closed the connection before it answered"
+        case MCPError() if exc.error.data == OUTER_FAILURE:
+            return exc.error.message
         case MCPError():
             return f"the server answered with an error: {exc.error.message}"
+        case EditorMcpFailed():
+            return str(exc)
         case httpx2.HTTPStatusError():
             return f"HTTP {exc.response.status_code} from {exc.request.url}"
         case httpx2.TransportError():

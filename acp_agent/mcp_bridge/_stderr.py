@@ -38,6 +38,12 @@ class StderrPipe:
     def close_writer(self) -> None:
         self.writer.close()
 
+    def discard(self) -> None:
+        """Close both ends, for a pipe no pump will read (its server never connected)."""
+        self.close_writer()
+        os.close(self._read_fd)
+        self.done.set()
+
     async def pump(self) -> None:
         """Log each line until the pipe ends (or this task is cancelled: no line comes after
         that either, so `done` is set then too and nobody waits for it in vain)."""

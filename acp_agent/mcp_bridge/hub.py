@@ -40,6 +40,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..child_env import child_environment
 from ..config import AgentConfig, ShellEnvironmentPolicy
 from ._link import Link
+from ._stdio_transport import StartedServer, start_spec
 from .errors import ServerUnavailable, UnknownName
 from .model import (
     HubHandlers,
@@ -65,6 +66,15 @@ _CONNECTION = f"{__package__}._connection"
 DEFAULT_CONNECT_TIMEOUT = 5.0
 SERVER_ENV_POLICY = ShellEnvironmentPolicy(inherit="core")
 """What a stdio server inherits of our environment: the core few, never our keys."""
+
+
+async def _stop_unclaimed(started: Mapping[str, StartedServer | Exception]) -> None:
+    """Stop the servers no connection took over (the hub closed first), all at once."""
+    with anyio.CancelScope(shield=True):  # also when the hub is being cancelled
+        async with anyio.create_task_group() as tg:
+            for server in started.values():
+                if isinstance(server, StartedServer):
+                    tg.start_soon(server.aclose)
 
 
 class McpHub:
@@ -293,28 +303,54 @@ class McpHub:
 
     async def _connect_first(self) -> None:
         deadline = anyio.current_time() + self.connect_timeout  # the import counts too
+        started: dict[str, StartedServer | Exception] = {}
         try:
             if self._links:
-                # The `mcp` SDK (~0.4 s of imports) loads in a worker thread: the loop goes on
-                # serving the other sessions, and answering this one, meanwhile.
+                # The stdio servers start first, then the `mcp` SDK (~0.9 s of imports) loads
+                # in a worker thread while they do: the wait is the longer of the two, not
+                # their sum; the loop goes on serving the other sessions meanwhile.
+                await self._start_stdio_servers(started)
                 await anyio.to_thread.run_sync(importlib.import_module, _CONNECTION)
             if not self._closing.is_set():
-                await self._connect(list(self._links.values()), deadline=deadline)
+                await self._connect(list(self._links.values()), deadline=deadline, started=started)
         finally:
             self._connected.set()
+            await _stop_unclaimed(started)
+
+    async def _start_stdio_servers(self, started: dict[str, StartedServer | Exception]) -> None:
+        """Each valid stdio server's process, started now, or why it could not start (the
+        connection reports that as it reports a start of its own that fails), in `started`
+        as soon as it is known, so that a cancel finds every process to stop."""
+        env = self._server_env()
+        for link in self._links.values():
+            spec = link.spec
+            if spec.transport != "stdio" or spec.problem() is not None:
+                continue
+            try:
+                with anyio.CancelScope(shield=True):  # a process started is never lost
+                    started[spec.name] = await start_spec(spec, link.stderr, env, self._cwd)
+            except Exception as exc:
+                started[spec.name] = exc
 
     async def _connect(
-        self, links: Sequence[Link], also_wait: Sequence[Link] = (), deadline: float | None = None
+        self,
+        links: Sequence[Link],
+        also_wait: Sequence[Link] = (),
+        deadline: float | None = None,
+        started: dict[str, StartedServer | Exception] | None = None,
     ) -> None:
         """Start an attempt for each link, wait for all (and `also_wait`) to settle within
-        the budget (or until `deadline`), and fail the ones that did not."""
+        the budget (or until `deadline`), and fail the ones that did not. `started`: stdio
+        servers already running, taken out of it as their attempts take them over."""
         if deadline is None:
             deadline = anyio.current_time() + self.connect_timeout
-        attempts, failed = self._start(links)
+        attempts, failed = self._start(links, started)
         attempts += [(link, link.attempt) for link in also_wait]
         await self._settle(deadline, attempts, failed)
 
-    def _start(self, links: Sequence[Link]) -> tuple[list[tuple[Link, int]], list[Link]]:
+    def _start(
+        self, links: Sequence[Link], started: dict[str, StartedServer | Exception] | None = None
+    ) -> tuple[list[tuple[Link, int]], list[Link]]:
         """Begin an attempt for each link, at once (a second retry cannot start another);
         returns the attempts, and the links whose spec cannot be connected (failed)."""
         tg = self._tg
@@ -333,7 +369,8 @@ class McpHub:
                 failed.append(link)
                 continue
             attempts.append((link, attempt))
-            tg.start_soon(self._attempt, link, attempt, settings, run_link)
+            server = started.pop(link.name, None) if started is not None else None
+            tg.start_soon(self._attempt, link, attempt, settings, run_link, server)
         return attempts, failed
 
     async def _settle(
@@ -352,21 +389,32 @@ class McpHub:
                 link.scope.cancel()
             await self._changed(link)
 
-    async def _attempt(self, link: Link, attempt: int, settings: Settings, run_link: Any) -> None:
+    async def _attempt(
+        self,
+        link: Link,
+        attempt: int,
+        settings: Settings,
+        run_link: Any,
+        started: StartedServer | Exception | None = None,
+    ) -> None:
         if link.state != "connecting" or link.attempt != attempt:
+            if isinstance(started, StartedServer):
+                await started.aclose()
             return  # timed out before it started
         with anyio.CancelScope() as scope:
             link.scope = scope
-            await run_link(link, attempt, settings, self._changed)
+            await run_link(link, attempt, settings, self._changed, started)
+
+    def _server_env(self) -> dict[str, str]:
+        return child_environment(self._environ, self._config, policy=SERVER_ENV_POLICY)
 
     def _connection_settings(self) -> Settings:
         if self._settings is None:
             from ._connection import Settings
 
-            env = child_environment(self._environ, self._config, policy=SERVER_ENV_POLICY)
             self._settings = Settings(
                 cwd=self._cwd,
-                env=env,
+                env=self._server_env(),
                 handlers=self._handlers,
                 allow_sampling=self._allow_sampling,
             )

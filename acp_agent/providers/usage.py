@@ -33,6 +33,7 @@ providers report it (OpenAI's totals are split by the mappers).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import logging
@@ -40,7 +41,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -134,13 +135,20 @@ class TokenCounter:
 
     `encoder`: the tokenizer to use. Without one, tiktoken's `encoding` is loaded on first
     use if it is cached on disk (see `load_encoder`); `encoding=None` always estimates.
+    `load`: what gives the tokenizer (or None) on first use, in place of `encoding`.
     """
 
     def __init__(
-        self, encoder: Encoder | None = None, *, encoding: str | None = DEFAULT_ENCODING
+        self,
+        encoder: Encoder | None = None,
+        *,
+        encoding: str | None = DEFAULT_ENCODING,
+        load: Callable[[], Encoder | None] | None = None,
     ) -> None:
         self._encoder = encoder
-        self._encoding = None if encoder is not None else encoding
+        if encoder is None and load is None and encoding is not None:
+            load = functools.partial(load_encoder, encoding)
+        self._load = None if encoder is not None else load
         self._history: list[_Counted] = []
         self._prompt: tuple[str, tuple[ToolSpec, ...], int] | None = None
 
@@ -248,9 +256,9 @@ class TokenCounter:
                 return TOOL_RESULT_TOKENS + sum(self._count_part(item) for item in content)
 
     def _get_encoder(self) -> Encoder | None:
-        if self._encoding is not None:
-            self._encoder = load_encoder(self._encoding)
-            self._encoding = None  # one try: a missing file does not appear mid-session
+        if self._load is not None:
+            self._encoder = self._load()
+            self._load = None  # one try: a missing file does not appear mid-session
         return self._encoder
 
 

@@ -76,8 +76,9 @@ class Lifecycle:
     """Gives a stored session its choices back."""
     announce: Announce
     """Tells the editor a session's commands (when one let go comes back)."""
-    encoder: Encoder | None
-    """Counts a session's tokens (None: estimated from its characters)."""
+    encoder: Callable[[], Encoder | None]
+    """Gives the tokenizer that counts a session's tokens, on its first count (None:
+    estimated from its characters)."""
     _opening: dict[str, anyio.Event] = field(default_factory=dict, init=False, repr=False)
     """Sessions being opened from the store, set when done."""
 
@@ -339,7 +340,7 @@ class Lifecycle:
             cwd=where.cwd,
             roots=where.roots,
             model_choice=self.config.default_choice,
-            usage=UsageMeter(counter=TokenCounter(self.encoder, encoding=None)),
+            usage=UsageMeter(counter=TokenCounter(load=self.encoder)),
         )
         if stored is not None:
             self._apply_stored(session, stored)

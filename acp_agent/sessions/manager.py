@@ -14,12 +14,13 @@ entry in `live.py`, and the parts write to it through that entry.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyio.abc import TaskGroup
 
 from ..config import NO_INSTRUCTIONS_ENV_VAR, AgentConfig
+from ..messages import Message
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder
 from ..tools import Tool, builtin_tools
@@ -29,13 +30,14 @@ from .commands import PromptOutcome, SlashCommands
 from .errors import ChoiceError, UnknownSession
 from .lifecycle import CLOSE_SECONDS, INTERRUPTED_RESULT, Lifecycle
 from .live import LiveSessions
+from .prepared import Prepared, PreparedMapping
 from .project import ProjectKnowledge
 from .queue import PromptQueue
 from .servers import McpServers
 from .session import Session
 from .store import SessionStore
 from .subagents import Subagents
-from .turns import TurnRunner
+from .turns import Inserted, TurnRunner
 
 
 class SessionManager:
@@ -50,11 +52,23 @@ class SessionManager:
         store: SessionStore,
         *,
         env: Mapping[str, str],
-        encoder: Encoder | None = None,
+        load_encoder: Callable[[], Encoder | None] | None = None,
         background: TaskGroup | None = None,
         tools: Mapping[str, Tool[Any]] | None = None,
     ) -> None:
+        """`load_encoder`: gives the tokenizer that counts tokens (none: estimates)."""
         self._providers = providers
+        self._background = background
+        # Built after the first session's answer, for its first prompt (`prepared.py`).
+        self._tools: Prepared[Mapping[str, Tool[Any]]] = (
+            Prepared.of(dict(tools))
+            if tools is not None
+            # ask_user only where the editor can show its form.
+            else Prepared(
+                functools.partial(builtin_tools, ask_user="form" in link.elicitation_modes)
+            )
+        )
+        self._encoder = Prepared(load_encoder or _no_encoder)
         live = LiveSessions(config.max_live_sessions)
         self._live = live
         self._servers = McpServers(config, link, env, background, self.announce_commands)
@@ -64,10 +78,7 @@ class SessionManager:
             link,
             providers,
             self._servers,
-            # ask_user only where the editor can show its form.
-            dict(tools)
-            if tools is not None
-            else builtin_tools(ask_user="form" in link.elicitation_modes),
+            PreparedMapping(self._tools),
             env=env,
             background=background,
             project=ProjectKnowledge(
@@ -85,7 +96,7 @@ class SessionManager:
             self._servers,
             self._choices,
             self._commands.announce,
-            encoder=encoder,
+            encoder=self._encoder.get,
         )
         subagents.attach(self._lifecycle)
         self._queue = PromptQueue(live, self._lifecycle, self._servers, self._commands, runner)
@@ -99,7 +110,6 @@ class SessionManager:
         self.close = self._lifecycle.close
         self.delete = self._lifecycle.delete
         self.queue_prompt = self._queue.take_place
-        self.prompt = self._queue.prompt
         self.cancel = self._queue.cancel
         self.cancel_all = self._queue.cancel_all
         self.thought_level = self._choices.thought_level
@@ -125,15 +135,35 @@ class SessionManager:
         self._choices.choose(entry, option, value)
         return entry.session
 
+    async def prompt(
+        self,
+        session_id: str,
+        message: Message,
+        place: int | None = None,
+        inserted: Inserted | None = None,
+    ) -> PromptOutcome:
+        """Run a prompt (or slash command) in its place, once what turns need is built;
+        `inserted`: see `turns.Inserted` (not called for a slash command)."""
+        await self._tools.ready()
+        await self._encoder.ready()
+        return await self._queue.prompt(session_id, message, place, inserted)
+
     async def announce_commands(self, session_id: str) -> None:
         """Tell the editor the session's commands, then what its servers did meanwhile
-        (also the servers' callback: it exists before the commands do)."""
+        (also the servers' callback: it exists before the commands do); a session's answer
+        is out by then, so what its first prompt needs is built from here on."""
         await self._commands.announce_commands(session_id)
+        self._tools.start(self._background)
+        self._encoder.start(self._background)
 
     async def aclose(self) -> None:
         self._queue.cancel_all()
         await self._lifecycle.aclose()
         await self._providers.aclose()
+
+
+def _no_encoder() -> None:
+    return None  # token counts are estimates
 
 
 __all__ = [

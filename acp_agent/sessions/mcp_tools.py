@@ -29,8 +29,6 @@ from pydantic import ConfigDict
 from ..mcp_bridge import McpError, McpHub, McpProgress, McpToolInfo, McpToolResult
 from ..messages import TextPart, ToolCallUpdated, ToolKind, ToolSpec
 from ..tools.base import Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
-from ..tools.file_context import MAX_MEDIA_BYTES
-from ..tools.shell import MODEL_HEAD_CHARS, MODEL_TAIL_CHARS
 
 ERROR_WITHOUT_MESSAGE = "The tool reported an error without a message."
 
@@ -131,6 +129,10 @@ def outcome_of(result: McpToolResult) -> ToolOutcome:
     """What the model and the user get, bounded as a command's output is (the model, the
     session's log and the editor all get the same head and tail); an `isError` result fails
     the call with its text."""
+    # Not at import time: the shell tool's module is built with the tools, after start-up.
+    from ..tools.file_context import MAX_MEDIA_BYTES
+    from ..tools.shell import MODEL_HEAD_CHARS, MODEL_TAIL_CHARS
+
     result = result.bounded(MODEL_HEAD_CHARS, MODEL_TAIL_CHARS, MAX_MEDIA_BYTES)
     text = result.text
     if result.is_error:

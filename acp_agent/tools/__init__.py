@@ -2,8 +2,6 @@
 
 from typing import Any
 
-from .agent import AgentTool
-from .ask_user import AskUser
 from .base import (
     DEFAULT_SHELL_TIMEOUT,
     Delegation,
@@ -18,9 +16,6 @@ from .base import (
     ToolParams,
     TurnCancelled,
 )
-from .edit_file import EditFile
-from .jobs import JobKill, JobOutput
-from .local import LocalEditor
 from .permissions import (
     DEFAULT_MODE,
     MODES,
@@ -34,17 +29,23 @@ from .permissions import (
     is_mode,
     tools_for_mode,
 )
-from .plan import Plan
-from .read_file import ReadFile
-from .search import Search
-from .shell import Shell
-from .web_fetch import WebFetch
-from .write_file import WriteFile
 
 
 def builtin_tools(*, ask_user: bool = False) -> dict[str, Tool[Any]]:
     """Every built-in tool by name, in the order the model sees them. `ask_user`: the editor
     can put a form to the user (form elicitation), so the model may ask it questions."""
+    # Imported here, not with the package: a session answers before its tools are built.
+    from .agent import AgentTool
+    from .ask_user import AskUser
+    from .edit_file import EditFile
+    from .jobs import JobKill, JobOutput
+    from .plan import Plan
+    from .read_file import ReadFile
+    from .search import Search
+    from .shell import Shell
+    from .web_fetch import WebFetch
+    from .write_file import WriteFile
+
     tools: list[Tool[Any]] = [
         ReadFile(),
         Search(),
@@ -69,7 +70,6 @@ __all__ = [
     "Decision",
     "Delegation",
     "Editor",
-    "LocalEditor",
     "ModeInfo",
     "PermissionMemory",
     "PermissionMode",

@@ -55,7 +55,8 @@ from acp_agent.providers import (
     provider_module_for,
 )
 from acp_agent.providers.anthropic import AnthropicProvider
-from acp_agent.tools import Decision, LocalEditor, PermissionQuestion, ToolContext
+from acp_agent.tools import Decision, PermissionQuestion, ToolContext
+from acp_agent.tools.local import LocalEditor
 from acp_agent.tools.permissions import PermissionMode
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,8 @@ from acp_agent.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from acp_agent.providers import ModelRequest
 from acp_agent.providers.anthropic import AnthropicProvider
 from acp_agent.providers.openai_chat import OpenAIChatProvider
-from acp_agent.tools import LocalEditor, ToolContext
+from acp_agent.tools import ToolContext
+from acp_agent.tools.local import LocalEditor
 from acp_agent.tools.read_file import ReadFile, ReadFileParams
 
 pytestmark = pytest.mark.anyio
