@@ -219,7 +219,7 @@ def test_acpx_gets_the_configs_servers_over_stdio_http_and_sse_and_its_own_entry
 
     assert run.returncode == 0, explain(run)
     capabilities = run.answer("initialize")["result"]["agentCapabilities"]
-    assert capabilities["mcpCapabilities"] == {"http": True, "sse": True}
+    assert capabilities["mcpCapabilities"] == {"http": True, "sse": True, "acp": True}
     [new] = run.requests_for("session/new")
     assert [s["name"] for s in new["params"]["mcpServers"]] == ["shared"]
     assert run.stop_reason() == "end_turn"
