@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
@@ -42,8 +42,12 @@ from .sessions.manager import (
     SessionManager,
     UnknownSession,
 )
+from .sessions.session import QueuePlace
 from .sessions.turns import Inserted
 from .tools.permissions import MODES
+
+if TYPE_CHECKING:
+    from .protocol.methods import PromptPlace
 
 log = logging.getLogger(__name__)
 
@@ -221,15 +225,16 @@ class Agent:
 
     # --- prompts -------------------------------------------------------------------------
 
-    def queue_prompt(self, session_id: Any) -> int | None:
+    def queue_prompt(self, session_id: Any) -> QueuePlace | None:
         return self._sessions.queue_prompt(session_id) if isinstance(session_id, str) else None
 
     async def prompt(
-        self, request: Prompt, place: int | None, inserted: Inserted | None = None
+        self, request: Prompt, place: PromptPlace | None, inserted: Inserted | None = None
     ) -> Any:
+        ours = place if isinstance(place, QueuePlace) else None  # every place is one we gave
         with _session_errors():
             outcome = await self._sessions.prompt(
-                request.session_id, request.message, place, inserted
+                request.session_id, request.message, ours, inserted
             )
         if outcome.mode_changed or outcome.choices_changed:
             session = self._sessions.get(request.session_id)  # live: the prompt just ended

@@ -11,6 +11,7 @@ import pytest
 
 from acp_agent.messages import TurnStopReason
 from acp_agent.sessions import Session
+from acp_agent.sessions.session import QueuePlace
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +53,9 @@ class Script:
 
     async def submit(self, session: Session, name: str, turn: Turn) -> None:
         self.results[name] = await session.run_turn(turn)
+
+    async def submit_in_place(self, session: Session, name: str, place: QueuePlace) -> None:
+        self.results[name] = await session.run_turn(self.turn(name), place)
 
 
 async def test_a_turns_stop_reason_is_returned(tmp_path: Path) -> None:
@@ -230,6 +234,71 @@ async def test_a_queued_prompt_whose_caller_gives_up_does_not_block_the_queue(
             script.gates["running"].set()
     assert script.results == {"running": "end_turn", "later": "end_turn"}
     assert "start abandoned" not in script.log
+
+
+async def test_a_place_taken_first_runs_first_even_when_its_prompt_arrives_later(
+    tmp_path: Path,
+) -> None:
+    # The frames were read in this order; the first prompt had more to do before its turn.
+    session = make_session(tmp_path)
+    script = Script()
+    first, second = session.take_place(), session.take_place()
+
+    async def submit_in(place: QueuePlace, name: str) -> None:
+        try:
+            script.results[name] = await session.run_turn(script.turn(name), place)
+        finally:
+            place.release()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(submit_in, second, "second")
+            await anyio.wait_all_tasks_blocked()
+            assert script.log == [], "the second waits for the first place"
+            tg.start_soon(submit_in, first, "first")
+    assert script.log == ["start first", "end first", "start second", "end second"]
+
+
+async def test_a_place_released_without_a_turn_lets_the_next_one_run(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    failed_early, next_place = session.take_place(), session.take_place()
+    failed_early.release()  # e.g. its params could not be read
+    failed_early.release()  # twice is harmless
+    with anyio.fail_after(5):
+        assert await session.run_turn(Script().turn("next"), next_place) == "end_turn"
+    next_place.release()
+    assert session.idle
+
+
+async def test_a_cancel_reaches_a_prompt_waiting_for_an_earlier_place(tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    script = Script()
+    held, waiting = session.take_place(), session.take_place()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(script.submit_in_place, session, "waiting", waiting)
+            await anyio.wait_all_tasks_blocked()
+            session.cancel()  # the earlier place is still held: the cancel must not wait
+    assert script.results == {"waiting": "cancelled"}
+    assert "start waiting" not in script.log
+    held.release()
+
+
+async def test_a_place_of_one_session_never_frees_another_sessions_queue(tmp_path: Path) -> None:
+    first, second = make_session(tmp_path), make_session(tmp_path)
+    script = Script()
+    second.take_place()  # held: second's next place must wait for it
+    behind = second.take_place()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(script.submit_in_place, second, "behind", behind)
+            await anyio.wait_all_tasks_blocked()
+            first.take_place().release()
+            first.take_place().release()
+            await anyio.wait_all_tasks_blocked()
+            assert "start behind" not in script.log
+            tg.cancel_scope.cancel()
+    assert not second.idle, "a place still held keeps the session from being let go"
 
 
 # --- work beside the turns --------------------------------------------------------------

@@ -24,8 +24,16 @@ Answer = Any
 """What a request answers: a JSON value, or `rpc.FollowedBy` one."""
 
 
+class PromptPlace(Protocol):
+    """A prompt's place in its session's queue (opaque here). Whoever holds it releases
+    it once the prompt has ended or failed, however it ends: every later prompt of its
+    session waits for that."""
+
+    def release(self) -> None: ...
+
+
 class AcpAgent(Protocol):
-    def queue_prompt(self, session_id: Any) -> int | None:
+    def queue_prompt(self, session_id: Any) -> PromptPlace | None:
         """Called as a prompt's frame is read, before later frames: its place in the queue."""
         ...
 
@@ -43,7 +51,7 @@ class AcpAgent(Protocol):
     async def prompt(
         self,
         request: Prompt,
-        place: int | None,
+        place: PromptPlace | None,
         inserted: Callable[[str], Awaitable[None]] | None = None,
     ) -> Answer:
         """`inserted`: awaited with the user message's id as it joins the history."""

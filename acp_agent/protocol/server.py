@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     # Not at import time: the client proxy loads the schema, which `initialize` must not
     # wait for.
     from .client import ClientProxy
-    from .methods import AcpAgent
+    from .methods import AcpAgent, PromptPlace
     from .v2_prompts import V2Prompts
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,9 @@ class AcpServer:
             place = self._agent.queue_prompt(_field(params, "sessionId"))
         return partial(self.handle_request, method, params, place)
 
-    async def handle_request(self, method: str, params: Any, place: int | None = None) -> Any:
+    async def handle_request(
+        self, method: str, params: Any, place: PromptPlace | None = None
+    ) -> Any:
         try:
             return await self._handle_request(method, params, place)
         except RpcError as exc:
@@ -104,7 +106,7 @@ class AcpServer:
             failure = short_failure(method, exc)
             raise RpcError(INTERNAL_ERROR, failure, {"details": failure}) from None
 
-    async def _handle_request(self, method: str, params: Any, place: int | None) -> Any:
+    async def _handle_request(self, method: str, params: Any, place: PromptPlace | None) -> Any:
         if method == "initialize":
             negotiate(params)  # negotiated as read (`receive_request`); here the errors
             answer = self._dialect.initialize_response(self._handshake)
@@ -117,15 +119,24 @@ class AcpServer:
         spec = self._dialect.request_method(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
-        agent = await self._ready_agent()
-        request = read_params(method, spec.read, params)
+        try:
+            agent = await self._ready_agent()
+            request = read_params(method, spec.read, params)
+        except BaseException:
+            if place is not None:  # the prompt never reached its queue
+                place.release()
+            raise
         if method == "session/prompt" and self._v2_prompts is not None:
-            key = _field(params, "idempotencyKey")
+            key = _field(params, "idempotencyKey")  # its place is theirs to release now
             answer = await self._v2_prompts.prompt(
                 agent, request, place, key if isinstance(key, str) else None
             )
         elif method == "session/prompt":
-            answer = await agent.prompt(request, place)
+            try:
+                answer = await agent.prompt(request, place)
+            finally:
+                if place is not None:
+                    place.release()
         elif method == "session/resume" and self._v2_prompts is not None:
             from .v2_prompts import resume
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from ..tools import PermissionQuestion
     from .client import ClientProxy
-    from .methods import AcpAgent
+    from .methods import AcpAgent, PromptPlace
     from .requests import Prompt, SessionSetup
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,14 @@ class V2Prompts:
         self._keys: dict[str, OrderedDict[str, _Insertion]] = {}
 
     async def prompt(
-        self, agent: AcpAgent, request: Prompt, place: int | None, key: str | None
+        self, agent: AcpAgent, request: Prompt, place: PromptPlace | None, key: str | None
     ) -> Any:
         """Start the turn; answer at its insertion, then (as the request's follow-up, so
         the connection's drain waits for it) wait for its end."""
         if key is not None and (first := self._known(request.session_id, key)) is not None:
-            return await first.answer()  # inserts nothing
+            if place is not None:
+                place.release()  # inserts nothing
+            return await first.answer()
         insertion = _Insertion()
         if key is not None:
             self._remember(request.session_id, key, insertion)
@@ -104,7 +106,7 @@ class V2Prompts:
         self,
         agent: AcpAgent,
         request: Prompt,
-        place: int | None,
+        place: PromptPlace | None,
         insertion: _Insertion,
         ended: anyio.Event,
     ) -> None:
@@ -132,6 +134,8 @@ class V2Prompts:
             await self._idle(session_id, answer["stopReason"])
         finally:
             insertion.settle(failure=RpcError(INTERNAL_ERROR, "the prompt was interrupted"))
+            if place is not None:  # after `idle`: the next prompt's `running` follows it
+                place.release()
             ended.set()
 
     async def _idle(self, session_id: str, stop: Any, error: RpcError | None = None) -> None:

@@ -36,7 +36,7 @@ from .live import Live, LiveSessions
 from .project import describe_context, describe_skills
 from .records import EventRecord
 from .servers import McpError, McpServers, PromptUsageError
-from .session import Session
+from .session import QueuePlace, Session
 from .turns import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class PromptOutcome:
     """A slash command changed the session's mode (clients that know only modes are told)."""
 
 
-Handler = Callable[[Live, str, int | None], Awaitable[PromptOutcome]]
+Handler = Callable[[Live, str, QueuePlace], Awaitable[PromptOutcome]]
 """Runs a command: the session, the argument typed, the prompt's place in the queue."""
 
 
@@ -175,7 +175,7 @@ class SlashCommands:
         await self.servers.announce(session.id)
 
     async def run(
-        self, entry: Live, name: str, argument: str, place: int | None
+        self, entry: Live, name: str, argument: str, place: QueuePlace
     ) -> PromptOutcome | None:
         """Run a slash command; None when `name` is none of ours (the text goes to the model)."""
         command = self._ours.get(name)
@@ -207,7 +207,7 @@ class SlashCommands:
 
     # --- ours ----------------------------------------------------------------------------
 
-    async def _model(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _model(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/model` lists the models, `/model provider/model` switches; no model call. An
         unknown model is answered with the list, as a reply: the prompt did not fail."""
         listed = "\n".join(
@@ -220,7 +220,7 @@ class SlashCommands:
         await self._reply(entry, f"Model set to {argument}.")
         return PromptOutcome("end_turn", choices_changed=True)
 
-    async def _mode(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _mode(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/mode` lists the modes, `/mode id` switches (from the next tool call, also in a
         running turn); an unknown mode is answered with the list."""
         session = entry.session
@@ -251,7 +251,7 @@ class SlashCommands:
             return False
         return True
 
-    async def _think(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _think(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/think` lists the thought levels, `/think level` sets it (from the next model
         request): for clients with no config-option picker (Toad)."""
         session = entry.session
@@ -269,13 +269,13 @@ class SlashCommands:
         await self._reply(entry, f"Thought level set to {argument}.")
         return PromptOutcome("end_turn", choices_changed=True)
 
-    async def _mcp(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _mcp(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         return await self._reply(entry, self.servers.describe(entry.session.id))
 
-    async def _jobs(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _jobs(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         return await self._reply(entry, entry.session.tool_state.jobs.describe())
 
-    async def _compact(self, entry: Live, focus: str, place: int | None) -> PromptOutcome:
+    async def _compact(self, entry: Live, focus: str, place: QueuePlace) -> PromptOutcome:
         """`/compact [focus]`, in the session's queue: the older turns summarised now."""
 
         async def compact() -> TurnStopReason:
@@ -285,7 +285,7 @@ class SlashCommands:
 
         return PromptOutcome(await entry.session.run_turn(compact, place))
 
-    async def _help(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _help(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         lines = [
             f"- /{c.name}{f' {_usage(c.hint)}' if c.hint else ''}: {c.description}"
             for c in self.commands(entry.session.id)
@@ -297,7 +297,7 @@ class SlashCommands:
         ]
         return await self._reply(entry, "Commands:\n" + "\n".join(lines))
 
-    async def _context(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _context(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         session = entry.session
         setup = await self.runner.model_setup(session)  # builds this request's system prompt
         offered = self.runner.offered_tools(session)
@@ -312,7 +312,7 @@ class SlashCommands:
         )
         return await self._reply(entry, report)
 
-    async def _skills(self, entry: Live, argument: str, place: int | None) -> PromptOutcome:
+    async def _skills(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         catalog = self.runner.project.skills(entry.session)
         return await self._reply(entry, describe_skills(catalog))
 

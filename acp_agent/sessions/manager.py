@@ -34,7 +34,7 @@ from .prepared import Prepared, PreparedMapping
 from .project import ProjectKnowledge
 from .queue import PromptQueue
 from .servers import McpServers
-from .session import Session
+from .session import QueuePlace, Session
 from .store import SessionStore
 from .subagents import Subagents
 from .turns import Inserted, TurnRunner
@@ -139,7 +139,7 @@ class SessionManager:
         self,
         session_id: str,
         message: Message,
-        place: int | None = None,
+        place: QueuePlace | None = None,
         inserted: Inserted | None = None,
     ) -> PromptOutcome:
         """Run a prompt (or slash command) in its place, once what turns need is built;

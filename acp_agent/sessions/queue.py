@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from ..messages import Message
 from .commands import PromptOutcome, SlashCommands, slash_command
 from .lifecycle import Lifecycle
-from .live import LiveSessions
+from .live import Live, LiveSessions
 from .servers import McpServers
+from .session import QueuePlace
 from .turns import Inserted, TurnRunner
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class PromptQueue:
     commands: SlashCommands
     runner: TurnRunner
 
-    def take_place(self, session_id: str) -> int | None:
+    def take_place(self, session_id: str) -> QueuePlace | None:
         """Called as a prompt's frame is read: its place in its session's queue, or None
         when no such session exists (the prompt then fails on its own)."""
         entry = self.live.get(session_id)
@@ -43,12 +44,26 @@ class PromptQueue:
         self,
         session_id: str,
         message: Message,
-        place: int | None = None,
+        place: QueuePlace | None = None,
         inserted: Inserted | None = None,
     ) -> PromptOutcome:
+        """Run the prompt in its `place`: the next prompt of the session runs once the
+        place is released, which is the caller's part. Without one, it takes a place now
+        and releases it itself."""
         entry = await self.lifecycle.use(session_id)
+        if place is not None:
+            return await self._prompt(entry, message, place, inserted)
+        own = entry.session.take_place()
+        try:
+            return await self._prompt(entry, message, own, inserted)
+        finally:
+            own.release()
+
+    async def _prompt(
+        self, entry: Live, message: Message, place: QueuePlace, inserted: Inserted | None
+    ) -> PromptOutcome:
         session = entry.session
-        with self.live.using(session_id):
+        with self.live.using(session.id):
             if (stop := await self.servers.wait_connected(session, place)) is not None:
                 return PromptOutcome(stop)
             if self.runner.project.refresh(session):  # a prompt file came, went or changed

@@ -39,7 +39,7 @@ from ..messages import Elicitation, Message, MessageChunk, Notice, TurnEvent, Tu
 from ..tools import Tool
 from .channel import EditorLink
 from .mcp_tools import RunningCalls, mcp_tools
-from .session import Session
+from .session import QueuePlace, Session
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class McpServers:
         servers = self._sessions.get(session_id)
         return builtin if servers is None else _LiveTools(builtin, servers.hub, servers.calls)
 
-    async def wait_connected(self, session: Session, place: int | None) -> TurnStopReason | None:
+    async def wait_connected(self, session: Session, place: QueuePlace) -> TurnStopReason | None:
         """Before a prompt: wait for the session's servers still connecting for the first
         time (within their time budget), in the prompt's `place` in the session's queue, so
         `session.cancel()` stops the wait. "cancelled" when it did, else None."""

@@ -5,7 +5,9 @@ Prompts that arrive while a turn runs wait their turn in arrival order (editors 
 stops the running turn and every prompt queued behind it: a user who presses stop means
 "stop", not "go on with the next message". A prompt takes its place in the queue when its
 frame is read (`take_place`), so a cancel read after it finds it even if its task has not
-started yet. The places live in `PromptTickets`, which outlive the `Session` object when
+started yet, and its turn runs only once every earlier place has been released, whatever
+the earlier prompt still had to do first (a `QueuePlace` is released by whoever holds it
+when its prompt ends, however it ends). The places live in `PromptTickets`, which outlive the `Session` object when
 the manager lets an idle session go and opens it again (`live.py`).
 """
 
@@ -33,18 +35,66 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PromptTickets:
-    """The places taken in a session's prompt queue, and how far a cancel reached."""
+    """The places taken in a session's prompt queue, how far a cancel reached, and which
+    places have ended: a place's turn runs only once every earlier place has ended."""
 
     taken: int = 0
     cancelled_through: int = 0
+    _ended: set[int] = field(default_factory=set, repr=False)
+    _ended_through: int = 0
+    """Every place up to this one has ended."""
+    _moved: anyio.Event | None = field(default=None, repr=False)
 
-    def take(self) -> int:
+    def take(self) -> QueuePlace:
         self.taken += 1
-        return self.taken
+        return QueuePlace(self.taken, self)
 
     def cancel(self) -> None:
         """Every place taken so far is cancelled."""
         self.cancelled_through = self.taken
+        self._wake()
+
+    def cancelled(self, place: QueuePlace) -> bool:
+        return place.number <= self.cancelled_through
+
+    def end(self, number: int) -> None:
+        if number <= self._ended_through:
+            return
+        self._ended.add(number)
+        while self._ended_through + 1 in self._ended:
+            self._ended_through += 1
+            self._ended.discard(self._ended_through)
+        self._wake()
+
+    async def wait_for_earlier(self, place: QueuePlace) -> None:
+        """Until every place before `place` has ended, or `place` is cancelled."""
+        while self._ended_through < place.number - 1 and not self.cancelled(place):
+            if self._moved is None:
+                self._moved = anyio.Event()
+            await self._moved.wait()
+
+    @property
+    def settled(self) -> bool:
+        """Every place taken has ended: no prompt waits or runs."""
+        return self._ended_through == self.taken
+
+    def _wake(self) -> None:
+        if self._moved is not None:
+            self._moved.set()
+            self._moved = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePlace:
+    """A prompt's place in its session's queue, taken as its frame is read (ARCHITECTURE
+    rule 10). Whoever holds it releases it once the prompt has ended, or failed before it
+    began (releasing twice is harmless): the next place's turn waits for that."""
+
+    number: int
+    tickets: PromptTickets = field(repr=False, compare=False)
+
+    def release(self) -> None:
+        self.tickets.end(self.number)
 
 
 @dataclass
@@ -68,6 +118,8 @@ class Session:
     tool_state: SessionToolState = field(default_factory=SessionToolState)
     usage: UsageMeter = field(default_factory=UsageMeter)
     title: str | None = None
+    title_chosen: bool = False
+    """The user named it (`session/set_title`): no automatic title replaces that one."""
     commands_shown: tuple[CommandInfo, ...] | None = None
     """The slash commands the editor was last told of."""
     pending_notices: list[Notice] = field(default_factory=list, repr=False)
@@ -101,25 +153,35 @@ class Session:
         """The session whose MCP servers this one uses: a subagent uses its parent's."""
         return self.parent_id or self.id
 
-    def take_place(self) -> int:
+    def take_place(self) -> QueuePlace:
         """A prompt's place in the queue, taken as soon as its frame is read."""
         return self.tickets.take()
 
     async def run_turn(
-        self, turn: Callable[[], Awaitable[TurnStopReason]], place: int | None = None
+        self, turn: Callable[[], Awaitable[TurnStopReason]], place: QueuePlace | None = None
     ) -> TurnStopReason:
-        """Run `turn` once every earlier prompt has finished; `cancelled` if cancelled."""
-        ticket = self.take_place() if place is None else place
-        async with self._turn_lock:
-            if ticket <= self.tickets.cancelled_through:
+        """Run `turn` once every earlier place has ended; `cancelled` if cancelled.
+
+        A `place` handed in is the caller's to release (a prompt may run more than one
+        turn in it); without one, the turn takes a place of its own and releases it."""
+        own = place is None
+        if place is None:
+            place = self.take_place()
+        try:
+            await self.tickets.wait_for_earlier(place)
+            async with self._turn_lock:
+                if self.tickets.cancelled(place):
+                    return "cancelled"
+                with anyio.CancelScope() as scope:
+                    self._running = scope
+                    try:
+                        return await turn()
+                    finally:
+                        self._running = None
                 return "cancelled"
-            with anyio.CancelScope() as scope:
-                self._running = scope
-                try:
-                    return await turn()
-                finally:
-                    self._running = None
-            return "cancelled"
+        finally:
+            if own:
+                place.release()
 
     def cancel(self) -> None:
         self.tickets.cancel()
@@ -142,6 +204,7 @@ class Session:
         return (
             self._running is None
             and not self._turn_lock.locked()
+            and self.tickets.settled
             and not self._aside
             and not self.tool_state.jobs.running
         )
