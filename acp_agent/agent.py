@@ -21,13 +21,15 @@ import anyio.to_thread
 
 from .config import AgentConfig
 from .credentials import CredentialsError
-from .protocol import options
+from .protocol import options, session_meta
 from .protocol import schema as s
 from .protocol.client import ClientProxy
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .protocol.providers import DisableProvider, ListProviders, SetProvider
 from .protocol.requests import Cancel, Prompt, SessionSetup
 from .protocol.schema import dump
+from .protocol.session_meta import AuthStatus, ListSessions, OneSession, SetTitle
+from .protocol.v2_cancel import Piece
 from .provider_routes import ProviderRoutes, RouteError
 from .providers import AuthError, ProviderError
 from .rpc.endpoint import FollowedBy
@@ -75,6 +77,8 @@ class Agent:
         self._client = client
         self._logout = logout
         self._routes = ProviderRoutes(config, sessions.providers)
+        self._auth_told: dict[str, Any] | None = None
+        """The auth status last sent (`auth/status_update`) on this connection."""
 
     # --- connection ----------------------------------------------------------------------
 
@@ -89,7 +93,24 @@ class Agent:
             log.info("logout: forgot the stored keys of %s", ", ".join(forgotten))
         else:
             log.info("logout: no stored keys (keys from the environment or config stay)")
-        return dump(s.LogoutResponse())
+        return FollowedBy(dump(s.LogoutResponse()), self.auth_changed)
+
+    async def auth_status(self, request: AuthStatus) -> Any:
+        return self._auth_status()
+
+    async def auth_changed(self) -> None:
+        status = self._auth_status()
+        if status != self._auth_told:
+            self._auth_told = status
+            await self._client.send_auth_status(status)
+
+    def _auth_status(self) -> dict[str, Any]:
+        """The default model's provider decides; every provider with a key is listed."""
+        pool = self._sessions.providers
+        default = self._config.default_choice.split("/", 1)[0]
+        keys = {name: pool.key_state(name) for name in self._config.providers}
+        keyed = [(name, name == default) for name, state in keys.items() if state == "key"]
+        return session_meta.auth_answer(keys.get(default, "unknown"), keyed)
 
     def cancel_all(self) -> None:
         self._sessions.cancel_all()
@@ -171,7 +192,11 @@ class Agent:
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
     async def fork_session(self, request: SessionSetup) -> Any:
-        session = await self._open_stored(self._sessions.fork, request)
+        for option, value in request.config_choices:
+            if option == MODEL:
+                self._refuse_disabled(value)
+        fork = partial(self._sessions.fork, choices=request.config_choices)
+        session = await self._open_stored(fork, request)
         answer = self._session_answer(session, with_id=True)
         return FollowedBy(answer, partial(self._sessions.announce_commands, session.id))
 
@@ -189,15 +214,15 @@ class Agent:
                 editor_prompt=request.system_prompt,
             )
 
-    async def list_sessions(self, request: s.ListSessionsRequest) -> Any:
+    async def list_sessions(self, request: ListSessions) -> Any:
         cwd = _directory("cwd", request.cwd, must_exist=False) if request.cwd else None
         try:
             page, next_cursor = await anyio.to_thread.run_sync(
-                self._sessions.summaries, cwd, request.cursor
+                self._sessions.summaries, cwd, request.cursor, request.archived
             )
         except ValueError as exc:
             raise RpcError(INVALID_PARAMS, f"session/list: {exc}") from None
-        return dump(
+        answer = dump(
             s.ListSessionsResponse(
                 sessions=[
                     s.SessionInfo(
@@ -212,6 +237,34 @@ class Agent:
                 next_cursor=next_cursor,
             )
         )
+        # Unstable, not in acp.schema's model: on every session, as we advertise `archive`.
+        for info, summary in zip(answer["sessions"], page, strict=True):
+            info["archived"] = summary.archived
+        return answer
+
+    async def set_title(self, request: SetTitle) -> Any:
+        with _session_errors():
+            title = await self._sessions.set_title(request.session_id, request.title)
+        return {"title": title}
+
+    async def archive_session(self, request: OneSession) -> Any:
+        with _session_errors():
+            await self._sessions.archive(request.session_id)
+        return {}
+
+    async def unarchive_session(self, request: OneSession) -> Any:
+        with _session_errors():
+            await self._sessions.unarchive(request.session_id)
+        return {}
+
+    async def session_status(self, request: OneSession) -> Any:
+        try:
+            state = self._sessions.status(request.session_id)
+        except UnknownSession as exc:  # the schema wants the id in the data
+            raise RpcError(
+                RESOURCE_NOT_FOUND, str(exc), {"sessionId": request.session_id}
+            ) from None
+        return session_meta.status_answer(state.open, state.busy)
 
     async def close_session(self, request: s.CloseSessionRequest) -> Any:
         with _session_errors():
@@ -246,6 +299,13 @@ class Agent:
 
     async def cancel(self, notification: Cancel) -> None:
         self._sessions.cancel(notification.session_id)
+
+    async def cancel_piece(self, session_id: str, piece: Piece, piece_id: str) -> bool:
+        with _session_errors():
+            work = self._sessions.get(session_id).tool_state.work
+        if piece == "tool_call":
+            return work.cancel_tool_call(piece_id)
+        return await work.stop_terminal(piece_id)
 
     # --- choices -------------------------------------------------------------------------
 
@@ -283,6 +343,7 @@ class Agent:
             model=session.model_choice,
             mode=session.mode,
             thought_level=self._sessions.thought_level(session),
+            speed=self._sessions.speed(session),
         )
 
     def _session_answer(self, session: Session, *, with_id: bool) -> dict[str, Any]:

@@ -24,15 +24,13 @@ if TYPE_CHECKING:
     import argparse
     import signal
     from collections.abc import Callable
-    from typing import TypeAlias
 
     from anyio import CancelScope
     from anyio.abc import TaskGroup
 
+    from .commands._common import Subcommands
     from .protocol.client import ClientProxy
     from .protocol.server import Startup
-
-    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 LOGGER = "acp_agent"
 
@@ -104,36 +102,31 @@ def _parsed_command(words: list[str], unprotected: str | None) -> int:
         if args.command != "run" or any(word.startswith("-") and word != "-" for word in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.prompt = [*args.prompt, *extra]
-    match args.command:
-        case "run":
-            from .runner import run_headless
+    if args.command == "run":
+        from .runner import run_headless
 
-            return int(run_headless(args))
-        case "models":
-            from .commands import list_models
-
-            return list_models(args)
-        case "config":
-            from .commands import config_command
-
-            return config_command(args)
-        case "doctor":
-            from .commands import doctor
-
-            return doctor(args)
-        case "login":
-            from .commands.login import login_command
-
-            return login_command(args)
-        case "logout":
-            from .commands.login import logout_command
-
-            return logout_command(args)
-        case "sessions":
-            from .commands.sessions import sessions_command
-
-            return sessions_command(args)
+        return int(run_headless(args))
+    if (command := _user_command(args.command)) is not None:
+        return command(args)
     return _serve(args, unprotected)
+
+
+def _user_command(name: str | None) -> Callable[[argparse.Namespace], int] | None:
+    """The entry point of a command beside `run`, if `name` is one. Their modules are
+    loaded already (they built their parsers); each loads its heavy parts when it runs."""
+    from .commands import config_command, doctor, list_models
+    from .commands.login import login_command, logout_command
+    from .commands.sessions import sessions_command
+
+    commands = {
+        "models": list_models,
+        "config": config_command,
+        "doctor": doctor,
+        "login": login_command,
+        "logout": logout_command,
+        "sessions": sessions_command,
+    }
+    return commands.get(name) if name is not None else None
 
 
 EXIT_USAGE = 2
@@ -324,6 +317,8 @@ def _add_models(commands: Subcommands, common: list[argparse.ArgumentParser]) ->
         "models",
         parents=common,
         help="list the configured providers and models, and which have a key",
+        description="List the configured providers and models, and which have a key. Providers "
+        "an editor routes or adds (ACP providers/set) live in its connection only: not listed.",
     )
     models.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -357,7 +352,9 @@ def _add_doctor(commands: Subcommands, common: list[argparse.ArgumentParser]) ->
         parents=common,
         help="check the config, keys, providers and client tools",
         description="Check that the config is valid, keys are present, each provider answers "
-        "and the client tools are found. Exit 1 if a check failed.",
+        "and the client tools are found. Exit 1 if a check failed. Providers an editor routes "
+        "or adds (ACP providers/set) live in its connection only and are not checked: a key "
+        "missing here may be one the editor's gateway supplies.",
     )
     doctor.add_argument("--offline", action="store_true", help="do not contact the providers")
     doctor.add_argument(

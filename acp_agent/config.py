@@ -46,6 +46,7 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 DEFAULT_CONTEXT_WINDOW = 128_000
 
 ThoughtLevel = Literal["off", "low", "medium", "high"]
+Speed = Literal["standard", "fast"]
 
 
 class ConfigError(Exception):
@@ -135,6 +136,12 @@ class ModelConfig(_Strict):
     )
     thought_level: ThoughtLevel = Field(
         "medium", description="Default reasoning effort for reasoning models."
+    )
+    fast: StrictBool = Field(
+        False,
+        description="The model can be served faster at a higher price (OpenAI's priority "
+        'processing, `service_tier = "priority"`): the editor offers a Speed choice. Other '
+        "provider types leave it unsent.",
     )
     prompt_adjustment: str | None = Field(
         None,

@@ -19,7 +19,7 @@ import anyio
 from pydantic import ValidationError
 
 from . import telemetry
-from .config import ThoughtLevel
+from .config import Speed, ThoughtLevel
 from .messages import (
     INVALID_JSON_KEY,
     Message,
@@ -69,6 +69,10 @@ AGENT_NAME = "acp-agent"
 """The agent's name in traces (`gen_ai.agent.name`)."""
 
 CANCELLED_RESULT = "The user cancelled this tool call."
+CANCELLED_ALONE_RESULT = (
+    "The user cancelled this tool call while it ran (only this call: the turn goes on). "
+    "Do not run it again unless the user asks."
+)
 CUT_OFF_RESULT = (
     "Not run: the reply reached the output token limit while this tool call was being "
     "written, so its arguments may be incomplete."
@@ -96,6 +100,7 @@ class ModelSettings:
     context_window: int
     max_output_tokens: int | None = None
     thought_level: ThoughtLevel | None = None
+    speed: Speed | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +288,7 @@ class Turn:
             tools=[tool.spec() for tool in self._offered().values()],
             max_output_tokens=settings.max_output_tokens,
             thought_level=settings.thought_level,
+            speed=settings.speed,
         )
 
     async def _stream_reply(self, setup: ModelSetup, request: ModelRequest) -> ModelStopReason:
@@ -501,9 +507,12 @@ class Turn:
             if refusal is not None:
                 # Switched to read-only while the question was open: the mode wins.
                 return await self._fail(call, refusal)
-        await self.host.emit(ToolCallUpdated(call.id, status="in_progress"))
+        await self.host.emit(ToolCallUpdated(call.id, status="in_progress", cancellable=True))
         try:
-            outcome = await tool.run(params, context)
+            with context.state.work.tool_call(call.id) as alone:
+                outcome = await tool.run(params, context)
+            if alone.cancelled_caught:
+                return await self._cancelled_alone(call)
         except ToolFailed as exc:
             return await self._fail(call, str(exc))
         except TurnCancelled as exc:
@@ -533,6 +542,18 @@ class Turn:
             )
         )
         return ToolResultPart(call.id, outcome.model_parts or (TextPart(outcome.model_text),))
+
+    async def _cancelled_alone(self, call: ToolCallPart) -> ToolResultPart:
+        """The user cancelled this call only (not the turn): the model hears it and goes on."""
+        await self.host.emit(
+            ToolCallUpdated(
+                call.id,
+                status="cancelled",
+                content=(TextPart("Cancelled by the user."),),
+                raw_output={"error": CANCELLED_ALONE_RESULT},
+            )
+        )
+        return ToolResultPart(call.id, (TextPart(CANCELLED_ALONE_RESULT),), is_error=True)
 
     async def _announce(self, call: ToolCallPart, title: str, kind: ToolKind) -> None:
         """A call that will not run (an unknown tool, bad arguments), about to fail."""

@@ -252,7 +252,8 @@ StreamEvent: TypeAlias = (
 ToolKind: TypeAlias = Literal[
     "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
 ]
-ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
+ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+"""`cancelled`: the user stopped this one call (the turn went on); v1 shows it as failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +291,10 @@ class TerminalStream:
     exited: bool = False
     exit_code: int | None = None
     signal: str | None = None
+    command: str | None = None
+    """The command line, with the opening report (`cwd`)."""
+    stoppable: bool = False
+    """With the opening report: the user may stop this command alone (`SessionWork`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +342,8 @@ class ToolCallUpdated:
     locations: tuple[Location, ...] | None = None
     raw_output: Any = None
     terminal: TerminalStream | None = None
+    cancellable: bool = False
+    """The user may cancel this call alone now (it runs); a final status withdraws it."""
 
 
 PlanPriority: TypeAlias = Literal["high", "medium", "low"]
@@ -487,6 +494,15 @@ class SubagentChanged:
     """How its last turn ended (idle only); None: it failed, or is running."""
 
 
+@dataclass(frozen=True, slots=True)
+class BackgroundChanged:
+    """The work of a session that runs on its own (not in a turn) changed: the display
+    terminals of its running background jobs, as the complete list. Sent when a job starts
+    or ends, after its terminal was opened or its exit reported; never recorded."""
+
+    terminals: tuple[str, ...] = ()
+
+
 TurnEvent: TypeAlias = (
     MessageChunk
     | ThoughtChunk
@@ -502,6 +518,7 @@ TurnEvent: TypeAlias = (
     | CompactionFinished
     | Notice
     | SubagentChanged
+    | BackgroundChanged
 )
 
 # --- asking the user ---------------------------------------------------------------------

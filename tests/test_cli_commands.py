@@ -74,6 +74,8 @@ def test_models_lists_each_provider_with_its_key_state_and_marks_the_default(
     assert "Small" in small and "no images" in small
     assert "$2.00 in, $8.00 out per 1M" in out
     assert "sk-main-secret" not in out
+    # An editor's gateway may offer more (providers/set): this list does not claim it all.
+    assert "providers an editor routes or adds (ACP providers/set" in lines[-1]
 
 
 def test_models_json_gives_the_same_as_data(
@@ -297,3 +299,13 @@ def test_doctor_offline_with_no_config_warns_about_the_echo_provider(
     assert "skip  reachable  --offline" in out
     for tool in ("node", "acpx", "uv"):
         assert any(line.split()[1:2] == [tool] for line in out.splitlines()), tool
+
+
+def test_doctor_and_models_help_say_an_editors_providers_are_not_theirs_to_show(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for command in ("doctor", "models"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        said = " ".join(capsys.readouterr().out.split())
+        assert "Providers an editor routes or adds (ACP providers/set)" in said, command

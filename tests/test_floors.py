@@ -58,6 +58,7 @@ FLOORS: dict[str, int] = {
     "paths": GROUND,  # where the config file and the state live
     "credentials": GROUND,  # the keys `acp-agent login` stored
     "local_addresses": GROUND,  # whether a URL names this machine
+    "durations": GROUND,  # how long something ran, as people read it
     "child_env": GROUND,  # the one function that builds a child's environment (rule 9)
     "telemetry": GROUND,  # optional OpenTelemetry spans of turns, model requests, tool calls
     "_hardening": GROUND,  # keeps other processes out of our memory, called first by cli

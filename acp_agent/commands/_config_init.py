@@ -18,12 +18,8 @@ from pathlib import Path
 
 from .. import __version__, paths
 from ..config import ConfigError, load_config_file
-from ._keys import DEFAULT_KEY_VARIABLES
+from ._common import DEFAULT_KEY_VARIABLES, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from ._starters import example_text
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 NEEDS = {
     "anthropic": f"set {DEFAULT_KEY_VARIABLES['anthropic']} (or run: acp-agent login anthropic)",
@@ -60,12 +56,12 @@ def init(provider: str, path: str | None, *, force: bool) -> int:
         _write(target, text)
     except OSError as exc:
         print(f"acp-agent: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_FAILED
     try:
         config = load_config_file(target)
     except ConfigError as exc:  # a broken starter is our bug; say so rather than hide it
         print(f"acp-agent: the starter config does not load: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_FAILED
     print(f"wrote {target} ({provider}; default model {config.default_choice})")
     print(f"before the first prompt: {NEEDS[provider]}")
     run = "acp-agent run" if path is None else f"acp-agent run --config {target}"

@@ -52,13 +52,11 @@ from ..config import (
 )
 from ..credentials import CredentialStore, credentials_path, stored_keys
 from ..logs import log_file_problem
-from ._keys import DEFAULT_KEY_VARIABLES, KeyState, key_status
+from ._common import DEFAULT_KEY_VARIABLES, EXIT_FAILED, EXIT_OK
+from ._keys import KeyState, key_status
 
 if TYPE_CHECKING:
     from ..mcp_bridge import McpServerSpec, ServerStatus
-
-EXIT_OK = 0
-EXIT_FAILED = 1
 
 Status = Literal["ok", "warn", "FAIL", "skip"]
 

@@ -21,14 +21,9 @@ from ..config import (
 )
 from ..credentials import CredentialsError, CredentialStore, credentials_path
 from ..local_addresses import is_local_url
+from ._common import DEFAULT_KEY_VARIABLES
 
 KeyState = Literal["present", "missing", "not needed", "unknown"]
-
-DEFAULT_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "azure-openai": "AZURE_OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,14 @@ from typing import Any
 
 from ..config import AgentConfig, ConfigError, ModelConfig, ProviderConfig, load_config
 from ..credentials import stored_keys
+from ._common import EXIT_OK, EXIT_USAGE
 from ._keys import key_status
 
-EXIT_OK = 0
-EXIT_USAGE = 2
+EDITOR_ROUTES = (
+    "providers an editor routes or adds (ACP providers/set, e.g. an IDE's gateway) live in "
+    "its connection only: not listed here"
+)
+"""Said because an editor's picker may offer models, or keys, that this file has not."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -139,6 +143,7 @@ def format_report(report: dict[str, Any]) -> str:
                 lines.append(f"      from: {origins}")
             lines.extend(f"      note: {note}" for note in row["notes"])
     lines.append("* new sessions start on this model (default_model)")
+    lines.append(EDITOR_ROUTES)
     if report["plugins"]:
         added = ", ".join(
             f"{plugin['type']} ({plugin['distribution'] or plugin['object']})"

@@ -27,17 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..credentials import CredentialsError, CredentialStore, credentials_path
+from ._common import DEFAULT_KEY_VARIABLES, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from ..config import AgentConfig
+    from ._common import Subcommands
 
-    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 CHECK_TIMEOUT = 20.0
 OPENAI_URL = "https://api.openai.com/v1"
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -46,11 +41,6 @@ AZURE_API_VERSION = "2024-10-21"
 """For the check only (listing models), on Azure's versioned API without `api_version`."""
 KEYED_TYPES = ("openai", "azure-openai", "openai-compatible", "anthropic")
 """Provider types that take an API key (Bedrock and Vertex use the cloud's credentials)."""
-DEFAULT_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "azure-openai": "AZURE_OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-}
 
 
 class LoginFailed(Exception):

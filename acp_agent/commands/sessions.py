@@ -22,17 +22,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
+from ._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
+if TYPE_CHECKING:
     from ..sessions.records import Record
     from ..sessions.store import SessionStore, SessionSummary
+    from ._common import Subcommands
 
-    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 RESULT_LINES = 3
 """Of a tool's result, the lines `show` prints (the log keeps it all)."""
 

@@ -13,6 +13,12 @@ elicitation as requests and take `notifications/cancelled`, which is what we bui
 the 2026-07-28 era these move (subscriptions, input-required rounds) and a server written
 against the classic API cannot elicit at all. Servers of that era that keep the handshake
 (the SDK's do) answer it; one that speaks only 2026-07-28 fails with the reason.
+
+A server in the editor speaks 2026-07-28 (the binding's revision), so for it the two moves
+are made here: a `subscriptions/listen` stream carries its `list_changed` notifications to
+the same handler as a classic server's, and a call (or prompt) answered `input_required`
+has its questions (elicitation, sampling, roots) answered by the same callbacks and is
+retried with the answers, up to `MAX_INPUT_ROUNDS` times.
 """
 
 from __future__ import annotations
@@ -22,19 +28,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.abc import TaskGroup
-from mcp.client.session import ClientSession
+from anyio.abc import ObjectReceiveStream, TaskGroup
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationError
 
 from .. import __version__
 from ._callbacks import progress_callback, sdk_callbacks
@@ -64,6 +69,27 @@ STDERR_GRACE = 1.0
 """Seconds to wait for a dead server's last stderr lines before reporting it."""
 MAX_PAGES = 100
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+LISTEN_TIMEOUT = 5.0
+"""Seconds a 2026-07-28 server has to acknowledge our `subscriptions/listen`; past them it
+serves on, its lists read once."""
+MAX_INPUT_ROUNDS = 10
+"""`input_required` answers to one call before we give up on it (the SDK's own cap)."""
+_STATE_ONLY_PAUSE = 0.1
+"""Seconds before retrying an `input_required` that asks nothing (the server is busy)."""
+
+
+def _result_type(value: Any) -> str:
+    kind = value.get("resultType") if isinstance(value, dict) else None
+    return "input" if kind == "input_required" else "done"
+
+
+_CALL_OUTCOME: TypeAdapter[types.CallToolResult | types.InputRequiredResult] = TypeAdapter(
+    Annotated[
+        Annotated[types.CallToolResult, Tag("done")]
+        | Annotated[types.InputRequiredResult, Tag("input")],
+        Discriminator(_result_type),
+    ]
+)
 
 OnChange = Callable[[Link], Awaitable[None]]
 OnProgress = Callable[[McpProgress], Awaitable[None]]
@@ -124,6 +150,8 @@ async def _connect_and_serve(
     )
     try:
         await _handshake(session, spec)
+        if spec.transport == "acp":
+            await _listen_for_changes(link, session, stack)
         live = LiveSession(link, session)
         tools, warnings = await live.list_tools()
         prompts = await live.list_prompts()
@@ -148,6 +176,26 @@ async def _handshake(session: ClientSession, spec: McpServerSpec) -> None:
         await session.discover()
     else:
         await session.initialize()
+
+
+async def _listen_for_changes(link: Link, session: ClientSession, stack: AsyncExitStack) -> None:
+    """Open a `subscriptions/listen` stream for the list changes the server announces; its
+    `list_changed` notifications reach `message_handler` as a classic server's do. A server
+    that refuses or never acknowledges it is served on, without them."""
+    from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
+
+    capabilities = session.server_capabilities
+    tools = bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
+    prompts = bool(capabilities and capabilities.prompts and capabilities.prompts.list_changed)
+    if not (tools or prompts):
+        return
+    stream = listen(session, tools_list_changed=tools, prompts_list_changed=prompts)
+    try:
+        with anyio.fail_after(LISTEN_TIMEOUT):
+            await stack.enter_async_context(stream)
+    except (MCPError, SubscriptionLost, ListenNotSupportedError, TimeoutError) as exc:
+        why = str(exc) or f"no acknowledgement within {LISTEN_TIMEOUT:g}s"
+        log.warning("MCP server %r: its list changes will not be seen (%s)", link.name, why)
 
 
 async def _serve(
@@ -296,18 +344,72 @@ class LiveSession:
         self, name: str, arguments: Mapping[str, Any], on_progress: OnProgress | None
     ) -> McpToolResult:
         """A cancelled call sends the server `notifications/cancelled` (the SDK does)."""
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=name, arguments=dict(arguments))
-        )
         progress = progress_callback(self.server, on_progress) if on_progress else None
-        # Not `session.call_tool`: it fails a result whose structured content does not
-        # match the tool's output schema, and the model is better served by the result.
-        sent = self._session.send_request(request, types.CallToolResult, progress_callback=progress)
-        return map_result(await self._answer(sent, f"{name} with a result"))
+
+        def call(
+            answers: types.InputResponses | None, state: str | None
+        ) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
+            params = types.CallToolRequestParams(
+                name=name, arguments=dict(arguments), input_responses=answers, request_state=state
+            )
+            # Not `session.call_tool`: it fails a result whose structured content does not
+            # match the tool's output schema, and the model is better served by the result.
+            return self._session.send_request(
+                types.CallToolRequest(params=params), _CALL_OUTCOME, progress_callback=progress
+            )
+
+        return map_result(await self._with_inputs(call, f"{name} with a result"))
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> PromptResult:
-        asked = self._session.get_prompt(name, dict(arguments))
-        return prompt_result(await self._answer(asked, "with a prompt"))
+        def ask(
+            answers: types.InputResponses | None, state: str | None
+        ) -> Awaitable[types.GetPromptResult | types.InputRequiredResult]:
+            return self._session.get_prompt(
+                name,
+                dict(arguments),
+                input_responses=answers,
+                request_state=state,
+                allow_input_required=True,
+            )
+
+        return prompt_result(await self._with_inputs(ask, "with a prompt"))
+
+    async def _with_inputs(
+        self,
+        send: Callable[
+            [types.InputResponses | None, str | None], Awaitable[T | types.InputRequiredResult]
+        ],
+        what: str,
+    ) -> T:
+        """`send`'s final answer: each `input_required` one (2026-07-28) has its questions
+        answered by our callbacks, as a classic server's requests are, and is sent again."""
+        answers: types.InputResponses | None = None
+        state: str | None = None
+        for round_ in range(MAX_INPUT_ROUNDS + 1):
+            outcome = await self._answer(send(answers, state), what)
+            if not isinstance(outcome, types.InputRequiredResult):
+                return outcome
+            if round_ == MAX_INPUT_ROUNDS:
+                break
+            if not outcome.input_requests:
+                await anyio.sleep(_STATE_ONLY_PAUSE)
+            answers, state = await self._inputs(outcome), outcome.request_state
+        raise CallFailed(
+            f"MCP server {self.server!r} still asked for input after {MAX_INPUT_ROUNDS} answers"
+        )
+
+    async def _inputs(self, asked: types.InputRequiredResult) -> types.InputResponses:
+        answers: types.InputResponses = {}
+        for key, request in (asked.input_requests or {}).items():
+            context = ClientRequestContext(session=self._session, request_id=key)
+            answer = await self._session.dispatch_input_request(context, request)
+            if isinstance(answer, types.ErrorData):
+                raise CallFailed(
+                    f"MCP server {self.server!r} asked for {request.method}, which is not "
+                    f"answered here: {answer.message}"
+                )
+            answers[key] = answer
+        return answers
 
     async def roots_changed(self) -> None:
         await self._session.send_notification(types.RootsListChangedNotification())
@@ -335,9 +437,10 @@ class LiveSession:
         return CallFailed(message)
 
 
-class _WatchedStream:
+class _WatchedStream(ObjectReceiveStream[SessionMessage | Exception]):
     """The transport's read stream, telling us when it ends (the server went away), and
-    shielding tool listings from the SDK's all-or-nothing schema validation."""
+    shielding tool listings from the SDK's all-or-nothing schema validation. Iterating it
+    and `async with` come from anyio's stream class, as the SDK's own streams have them."""
 
     def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
         self._inner = inner
@@ -368,26 +471,6 @@ class _WatchedStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def describe_error(exc: BaseException, spec: McpServerSpec) -> str:

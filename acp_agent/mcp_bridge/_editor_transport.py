@@ -5,8 +5,13 @@ Each request the SDK writes is sent on its own task, under an id unique on the c
 (the transport's prefix and the SDK's id: several sessions may use the same server); a
 `notifications/cancelled` from the SDK cancels that task, which cancels the outer request.
 The binding carries no other notification from us (`notifications/initialized` has no
-place in the 2026-07-28 protocol it speaks) and no request from the server, so nothing else
-is sent. An outer failure reaches the SDK as an MCP error naming the editor.
+place in the 2026-07-28 protocol it speaks) and no request from the server (that revision
+asks its questions in `input_required` results instead), so nothing else is sent. An outer
+failure reaches the SDK as an MCP error naming the editor.
+
+A `subscriptions/listen` request stays active while the stream lasts, and its frames come
+as notifications of it, stamped by the server with the id it was sent (ours); they reach
+the SDK stamped with the SDK's own id, by which it knows its stream.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from typing import Any
 
 import anyio
@@ -23,6 +29,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from .editor import EditorMcp, EditorMcpFailed, EditorMcpMessage
 
@@ -102,11 +109,10 @@ class _Relay:
             self._calls.pop(request.id, None)
 
     async def _ask(self, request: types.JSONRPCRequest) -> types.JSONRPCMessage:
-        message = EditorMcpMessage(
-            self._server_id, f"{self._prefix}-{request.id}", request.method, request.params
-        )
+        ours = f"{self._prefix}-{request.id}"
+        message = EditorMcpMessage(self._server_id, ours, request.method, request.params)
         try:
-            answer = await self._editor.request(message, self._notified)
+            answer = await self._editor.request(message, partial(self._notified, ours, request.id))
         except EditorMcpFailed as exc:
             reason = f"the editor could not answer: {exc}"
             return _error(request.id, types.INTERNAL_ERROR, reason, OUTER_FAILURE)
@@ -117,7 +123,20 @@ class _Relay:
             return _error(request.id, types.INTERNAL_ERROR, "the editor's result is not an object")
         return types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=answer.result)
 
-    def _notified(self, method: str, params: dict[str, Any] | None) -> None:
+    def _notified(
+        self,
+        ours: str,
+        sdk_id: types.RequestId,
+        method: str,
+        params: dict[str, Any] | None,
+    ) -> None:
+        meta = params.get("_meta") if params is not None else None
+        if (
+            params is not None
+            and isinstance(meta, dict)
+            and meta.get(SUBSCRIPTION_ID_META_KEY) == ours
+        ):
+            params = {**params, "_meta": {**meta, SUBSCRIPTION_ID_META_KEY: sdk_id}}
         notification = types.JSONRPCNotification(jsonrpc="2.0", method=method, params=params)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # session gone
             self._incoming.send_nowait(SessionMessage(notification))

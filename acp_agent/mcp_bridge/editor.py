@@ -4,7 +4,9 @@ the ACP connection: the neutral side of MCP over ACP.
 The binding (ACP's unstable `mcp/message`) carries one inner MCP request per outer request,
 named by the server's `serverId` and a `requestId` we choose; the outer answer holds the
 inner outcome, an MCP result or an MCP error. While a request is active the editor may send
-`mcp/message` notifications naming it (progress, log lines). There is nothing else: no
+`mcp/message` notifications naming it (progress, log lines; a `subscriptions/listen`
+request stays active while its stream lasts, and its frames are such notifications, the
+servers' list changes among them). There is nothing else: no
 notifications from us, no requests from the server, and a cancelled call is the outer
 request cancelled (`$/cancel_request`).
 

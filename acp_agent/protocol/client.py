@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 from pydantic import ValidationError
 
-from ..messages import Elicitation, ElicitationAnswer, TurnEvent
+from ..messages import BackgroundChanged, Elicitation, ElicitationAnswer, TurnEvent
 from ..rpc.endpoint import Endpoint
 from ..rpc.errors import RpcError
 from ..tools import Decision, PermissionQuestion, ToolFailed
@@ -21,6 +21,8 @@ from .handshake import ClientCapabilities
 from .mcp_messages import editor_mcp
 from .schema import dump
 from .updates import tool_call_content, tool_call_locations
+from .v2_states import SessionStates
+from .v2_updates import SessionState, StopReason, message_reset
 
 DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_always", "reject_once", "reject_always")
 
@@ -39,11 +41,57 @@ class ClientProxy:
         """The connection's protocol version: it shapes every update."""
         self.editor_mcp = editor_mcp(endpoint)
         """The MCP servers that live in the editor (`acp` entries), through `mcp/message`."""
+        self.states = SessionStates()
+        """v2: each session's foreground state and background work, as last reported."""
+        self._replays: dict[str, set[str]] = {}
+        """v2: per session being replayed, the messages this replay has emptied already."""
 
     async def send_update(self, session_id: str, event: TurnEvent) -> None:
+        if isinstance(event, BackgroundChanged):
+            update = self.states.background(session_id, event)
+            if self._dialect.reports_background and update is not None:
+                await self._notify_update(session_id, update)
+            return
         # One event can be several updates (v2: a local command's terminal, then its call).
         for update in self._dialect.session_updates(event, self.capabilities):
+            reset = self._replay_reset(session_id, update)
+            if reset is not None:
+                await self._notify_update(session_id, reset)
             await self._notify_update(session_id, update)
+
+    @contextmanager
+    def replaying(self, session_id: str) -> Iterator[None]:
+        """v2: within, each replayed message's first chunk is preceded by the message with
+        no content (see `message_reset`), so a client that already holds it shows it once."""
+        self._replays[session_id] = set()
+        try:
+            yield
+        finally:
+            del self._replays[session_id]
+
+    def _replay_reset(self, session_id: str, update: dict[str, Any]) -> dict[str, Any] | None:
+        emptied = self._replays.get(session_id)
+        if emptied is None:
+            return None
+        reset = message_reset(update)
+        if reset is None:
+            return None
+        key = f"{reset['sessionUpdate']}/{reset['messageId']}"  # each kind has its own ids
+        if key in emptied:
+            return None
+        emptied.add(key)
+        return reset
+
+    async def send_state(
+        self,
+        session_id: str,
+        state: SessionState,
+        stop_reason: StopReason | None = None,
+        error: RpcError | None = None,
+    ) -> None:
+        """v2: the session's foreground state (with its background work)."""
+        update = self.states.foreground(session_id, state, stop_reason, error)
+        await self._notify_update(session_id, update)
 
     async def send_plain_update(self, session_id: str, update: dict[str, Any]) -> None:
         """An update the caller built as v1 JSON (the agent's mode and option changes), in
@@ -51,6 +99,10 @@ class ClientProxy:
         reshaped = self._dialect.plain_update(update)
         if reshaped is not None:
             await self._notify_update(session_id, reshaped)
+
+    async def send_auth_status(self, status: dict[str, Any]) -> None:
+        """Unstable `auth/status_update`: the same fields as the `auth/status` answer."""
+        await self._endpoint.notify("auth/status_update", status)
 
     async def _notify_update(self, session_id: str, update: dict[str, Any]) -> None:
         await self._endpoint.notify("session/update", {"sessionId": session_id, "update": update})
@@ -84,22 +136,39 @@ class ClientProxy:
     ) -> Decision:
         """v2: the request in its v2 shape; the turn `requires_action` while it waits."""
         from .v2_prompts import permission_request
-        from .v2_updates import state_update
 
         options = _permission_options(question.always_scope)
         request = permission_request(session_id, question, [(k, n) for k, n in options])
-        await self._notify_update(session_id, state_update("requires_action"))
-        try:
+        async with self._blocked_on_user(session_id):
             raw = await self._endpoint.request("session/request_permission", request)
+        return _decision(raw)
+
+    @asynccontextmanager
+    async def _blocked_on_user(self, session_id: str) -> AsyncIterator[None]:
+        """v2: the turn `requires_action` while a question waits for the user, then runs
+        on (also when the question was cancelled with the turn)."""
+        if self._dialect.version < 2:
+            yield
+            return
+        await self._notify_state(session_id, self.states.asking(session_id))
+        try:
+            yield
         finally:
             with anyio.CancelScope(shield=True):
-                await self._notify_update(session_id, state_update("running"))
-        return _decision(raw)
+                await self._notify_state(session_id, self.states.answered(session_id))
+
+    async def _notify_state(self, session_id: str, update: dict[str, Any] | None) -> None:
+        if update is not None:
+            await self._notify_update(session_id, update)
 
     async def elicit(self, session_id: str, elicitation: Elicitation) -> ElicitationAnswer:
         """Ask the user through `elicitation/create`; an unreadable answer declines."""
         if elicitation.mode not in self.elicitation_modes:
             raise CapabilityMissing(f"the client did not advertise {elicitation.mode} elicitation")
+        async with self._blocked_on_user(session_id):
+            return await self._elicit(session_id, elicitation)
+
+    async def _elicit(self, session_id: str, elicitation: Elicitation) -> ElicitationAnswer:
         params: dict[str, Any] = {
             "sessionId": session_id,
             "message": elicitation.message,
@@ -158,7 +227,7 @@ class ClientProxy:
 
     @property
     def shows_terminal_stream(self) -> bool:
-        return self.capabilities.terminal_output_meta
+        return self.capabilities.terminal_output_meta or self._dialect.display_terminals
 
     @property
     def shows_subagents(self) -> bool:

@@ -45,6 +45,10 @@ class Dialect:
     """Answered by the server from the handshake, before the agent exists."""
     batches = False
     """v1 transports never promised JSON-RPC batches: an array is refused (-32600)."""
+    display_terminals = False
+    """Every client shows agent-owned display terminals (v2); in v1 only Zed's `_meta`."""
+    reports_background = False
+    """`state_update` lists the session's background work (v2 only)."""
 
     def read_initialize(self, params: Any) -> Handshake:
         return replace(handshake.parse_initialize(params), protocol_version=self.version)
@@ -60,6 +64,9 @@ class Dialect:
 
     def answer(self, method: str, result: Any) -> Any:
         """`result` of `method` (the agent's neutral answer) as this dialect has it."""
+        if method == "session/status" and isinstance(result, dict):
+            # v1 has no foreground state (`state_update` is v2's): the status alone.
+            return {key: value for key, value in result.items() if key != "state"}
         return result
 
     def session_updates(self, event: TurnEvent, client: ClientCapabilities) -> list[dict[str, Any]]:
@@ -89,6 +96,8 @@ class DialectV2(Dialect):
     version = v2_wire.V2
     login_method = "auth/login"
     batches = True
+    display_terminals = True
+    reports_background = True
 
     def read_initialize(self, params: Any) -> Handshake:
         handshake.parse_initialize(params)  # the same checks of params and protocolVersion
@@ -105,7 +114,7 @@ class DialectV2(Dialect):
     def answer(self, method: str, result: Any) -> Any:
         if method in LIFECYCLE_ANSWERS and isinstance(result, dict):
             return v2_wire.session_answer(result)
-        return result
+        return result  # `session/status` keeps its `state`, as v2's `state_update` has it
 
     def session_updates(self, event: TurnEvent, client: ClientCapabilities) -> list[dict[str, Any]]:
         # Not at import time: the first `initialize` is answered before it could load.

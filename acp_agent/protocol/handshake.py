@@ -97,8 +97,9 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             # Unstable `acp`: servers that live in the editor, through `mcp/message`.
             "mcpCapabilities": {"http": True, "sse": True, "acp": True},
-            # `logout` forgets the keys `acp-agent login` stored.
-            "auth": {"logout": {}},
+            # `logout` forgets the keys `acp-agent login` stored; unstable `status`:
+            # `auth/status`, and `auth/status_update` after a login or logout.
+            "auth": {"logout": {}, "status": {}},
             # Unstable: `providers/list|set|disable` (the editor routes our LLM traffic).
             "providers": {},
             # Exactly what the method table routes; `fork` is unstable in the schema and
@@ -110,6 +111,11 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
                 "delete": {},
                 "additionalDirectories": {},
                 "fork": {},
+                # Unstable too: `session/set_title`, `archive`/`unarchive` (and the list's
+                # `archived` filter), `session/status` (`session_meta`).
+                "title": {},
+                "archive": {},
+                "status": {},
                 # The editor's system prompt: appended to ours, or in place of our default.
                 "systemPrompt": {"mode": {"override": {}}},
             },

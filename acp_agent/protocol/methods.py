@@ -12,13 +12,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import providers, requests
+from . import providers, requests, session_meta, v2_cancel
 from .requests import Cancel, ModelReader, Prompt, Reader, SessionSetup
+from .v2_cancel import Piece
 
 if TYPE_CHECKING:
     from . import schema as s
     from .legacy import SetSessionModelRequest
     from .providers import DisableProvider, ListProviders, SetProvider
+    from .session_meta import AuthStatus, ListSessions, OneSession, SetTitle
 
 Answer = Any
 """What a request answers: a JSON value, or `rpc.FollowedBy` one."""
@@ -40,7 +42,7 @@ class AcpAgent(Protocol):
     async def logout(self, request: s.LogoutRequest) -> Answer: ...
     async def new_session(self, request: SessionSetup) -> Answer: ...
     async def load_session(self, request: SessionSetup) -> Answer: ...
-    async def list_sessions(self, request: s.ListSessionsRequest) -> Answer: ...
+    async def list_sessions(self, request: ListSessions) -> Answer: ...
     async def resume_session(self, request: SessionSetup) -> Answer: ...
     async def fork_session(self, request: SessionSetup) -> Answer: ...
     async def close_session(self, request: s.CloseSessionRequest) -> Answer: ...
@@ -58,9 +60,22 @@ class AcpAgent(Protocol):
         ...
 
     async def cancel(self, notification: Cancel) -> None: ...
+    async def cancel_piece(self, session_id: str, piece: Piece, piece_id: str) -> bool:
+        """Cancel one running tool call or terminal of the session, not its turn; False:
+        nothing of the session runs under that id."""
+        ...
+
     async def list_providers(self, request: ListProviders) -> Answer: ...
     async def set_provider(self, request: SetProvider) -> Answer: ...
     async def disable_provider(self, request: DisableProvider) -> Answer: ...
+    async def set_title(self, request: SetTitle) -> Answer: ...
+    async def archive_session(self, request: OneSession) -> Answer: ...
+    async def unarchive_session(self, request: OneSession) -> Answer: ...
+    async def session_status(self, request: OneSession) -> Answer: ...
+    async def auth_status(self, request: AuthStatus) -> Answer: ...
+    async def auth_changed(self) -> None:
+        """After a login: tell the client its auth status, if it differs from the last told."""
+        ...
 
     def cancel_all(self) -> None:
         """The client is gone: end every turn (each prompt still answers `cancelled`)."""
@@ -87,9 +102,9 @@ REQUESTS = {
         Method("logout", ModelReader("LogoutRequest"), lambda a, r: a.logout(r)),
         Method("session/new", requests.new_session, lambda a, r: a.new_session(r)),
         Method("session/load", requests.load_session, lambda a, r: a.load_session(r)),
-        Method("session/list", ModelReader("ListSessionsRequest"), lambda a, r: a.list_sessions(r)),
+        Method("session/list", session_meta.list_sessions, lambda a, r: a.list_sessions(r)),
         Method("session/resume", requests.existing_session, lambda a, r: a.resume_session(r)),
-        Method("session/fork", requests.existing_session, lambda a, r: a.fork_session(r)),
+        Method("session/fork", session_meta.fork_session, lambda a, r: a.fork_session(r)),
         Method(
             "session/close", ModelReader("CloseSessionRequest"), lambda a, r: a.close_session(r)
         ),
@@ -109,6 +124,12 @@ REQUESTS = {
         Method("providers/list", providers.list_providers, lambda a, r: a.list_providers(r)),
         Method("providers/set", providers.set_provider, lambda a, r: a.set_provider(r)),
         Method("providers/disable", providers.disable_provider, lambda a, r: a.disable_provider(r)),
+        # Unstable (`session_meta`): titles, archives and status of sessions, auth status.
+        Method("session/set_title", session_meta.set_title, lambda a, r: a.set_title(r)),
+        Method("session/archive", session_meta.one_session, lambda a, r: a.archive_session(r)),
+        Method("session/unarchive", session_meta.one_session, lambda a, r: a.unarchive_session(r)),
+        Method("session/status", session_meta.one_session, lambda a, r: a.session_status(r)),
+        Method("auth/status", session_meta.auth_status, lambda a, r: a.auth_status(r)),
         # Legacy (older v1 clients); its model is not in acp.schema.
         Method(
             "session/set_model", ModelReader("SetSessionModelRequest"), lambda a, r: a.set_model(r)
@@ -126,6 +147,11 @@ REQUESTS_V2 = {
     "session/new": Method(
         "session/new", requests.new_session_servers_optional, lambda a, r: a.new_session(r)
     ),
+    # One piece of a session's work, not its turn (advertised on each piece).
+    "tool_call/cancel": Method(
+        "tool_call/cancel", v2_cancel.cancel_tool_call, v2_cancel.cancel_piece
+    ),
+    "terminal/cancel": Method("terminal/cancel", v2_cancel.cancel_terminal, v2_cancel.cancel_piece),
 }
 """v2's table; `auth/login` is the server's, as `authenticate` (see `HANDSHAKE`)."""
 

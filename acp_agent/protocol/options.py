@@ -7,12 +7,20 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import AgentConfig, ThoughtLevel
+from ..config import AgentConfig, Speed, ThoughtLevel
 from ..tools.permissions import ModeInfo
 
 MODEL = "model"
 THOUGHT_LEVEL = "thought_level"
 MODE = "mode"
+SPEED = "speed"
+SPEED_CATEGORY = "model_config"
+"""The schema has no speed category; `model_config` is its "model-related configuration
+parameter" (custom ones must start with `_`, other names are reserved for ACP)."""
+SPEEDS: tuple[tuple[Speed, str, str], ...] = (
+    ("standard", "Standard", "The usual serving."),
+    ("fast", "Fast", "Faster answers at a higher price (the vendor's priority serving)."),
+)
 
 THOUGHT_LEVELS: tuple[tuple[ThoughtLevel, str], ...] = (
     ("off", "Off"),
@@ -31,6 +39,8 @@ class Choices:
     mode: str
     thought_level: ThoughtLevel | None
     """The effective level; None when the model does not reason."""
+    speed: Speed | None = None
+    """The effective speed; None when the model has one only."""
 
 
 def config_options(
@@ -51,6 +61,20 @@ def config_options(
                 "How much the model reasons before answering.",
                 current=level,
                 options=[{"value": value, "name": name} for value, name in THOUGHT_LEVELS],
+            )
+        )
+    if choices.speed is not None:
+        options.append(
+            _select(
+                SPEED,
+                "Speed",
+                "How fast the model is served, and at what price.",
+                current=choices.speed,
+                options=[
+                    {"value": value, "name": name, "description": description}
+                    for value, name, description in SPEEDS
+                ],
+                category=SPEED_CATEGORY,
             )
         )
     if modes:
@@ -95,15 +119,22 @@ def _model_option(config: AgentConfig, choices: Choices, routed: Collection[str]
 
 
 def _select(
-    option_id: str, name: str, description: str, *, current: str, options: list[dict[str, Any]]
+    option_id: str,
+    name: str,
+    description: str,
+    *,
+    current: str,
+    options: list[dict[str, Any]],
+    category: str | None = None,
 ) -> dict[str, Any]:
-    """A `select` config option; its category is its id (model, thought_level, mode)."""
+    """A `select` config option; its category is its id unless given (model,
+    thought_level, mode are the schema's)."""
     return {
         "type": "select",
         "id": option_id,
         "name": name,
         "description": description,
-        "category": option_id,
+        "category": category or option_id,
         "currentValue": current,
         "options": options,
     }

@@ -42,6 +42,8 @@ class SessionSetup:
     origin: str | None = None
     """`_meta["acp-agent/origin"]` of `session/new` ("run" from `acp-agent run`), kept in
     the session's log so stored sessions can be told apart; None: an editor's."""
+    config_choices: tuple[tuple[str, str], ...] = ()
+    """`session/fork`'s initial config options, (config id, value) in order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,7 +113,8 @@ class AcpServer:
             # Warm up once the answer is out: the import thread would slow its writing.
             return FollowedBy(answer, self._warm_up_after_flush)
         if method == self._dialect.login_method:
-            return answer_authenticate(self._handshake, params)  # no waiting for start-up
+            answer = answer_authenticate(self._handshake, params)  # no waiting for start-up
+            return FollowedBy(answer, self._auth_changed)
         from .requests import read_params
 
         spec = self._dialect.request_method(method)
@@ -145,6 +146,12 @@ class AcpServer:
         else:
             answer = await spec.call(agent, request)
         return self._in_dialect(method, answer)
+
+    async def _auth_changed(self) -> None:
+        """After a login: `auth/status_update`, once the agent that knows the keys is up."""
+        with contextlib.suppress(RpcError):  # it failed to start: every request says so
+            agent = await self._ready_agent()
+            await agent.auth_changed()
 
     def greeted(self, handshake: Handshake) -> None:
         self._speak(handshake)

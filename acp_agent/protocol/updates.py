@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..messages import (
+    BackgroundChanged,
     CommandsChanged,
     CompactionFinished,
     CompactionStarted,
@@ -32,6 +33,7 @@ from ..messages import (
     ToolCallStarted,
     ToolCallUpdated,
     ToolContent,
+    ToolStatus,
     TurnEvent,
     UsageUpdated,
     UserMessageChunk,
@@ -62,6 +64,8 @@ def session_update(
     `plans`: the client advertised `plan`; it gets `plan_update` / `plan_removed`, others
     the legacy `plan` update.
     """
+    if isinstance(event, BackgroundChanged):
+        return None  # v1 has no background work list
     if isinstance(event, PlanUpdated):
         return plan_update(event) if plans else legacy_plan(event)
     if isinstance(event, SubagentChanged):
@@ -136,7 +140,7 @@ def _with_terminal_meta(event: ToolCallUpdated, stream: TerminalStream) -> JsonO
             toolCallId=event.id,
             title=event.title or "",
             kind="execute",
-            status=event.status,
+            status=v1_status(event.status),
             content=None if event.content is None else _tool_contents(event.content),
         )
     else:
@@ -211,7 +215,7 @@ def _update(event: TurnEvent) -> JsonObject:
             return _without_none(
                 sessionUpdate="tool_call_update",
                 toolCallId=event.id,
-                status=event.status,
+                status=v1_status(event.status),
                 title=event.title,
                 rawOutput=event.raw_output,
                 locations=None
@@ -290,6 +294,11 @@ def prompt_block(part: TextPart | ImagePart | ResourceLinkPart | DocumentPart) -
                 "type": "resource",
                 "resource": {"uri": name, "blob": data, "mimeType": mime_type},
             }
+
+
+def v1_status(status: ToolStatus | None) -> str | None:
+    """v1 has no `cancelled` tool call: a call the user cancelled alone shows as failed."""
+    return "failed" if status == "cancelled" else status
 
 
 def _text_block(text: str) -> JsonObject:

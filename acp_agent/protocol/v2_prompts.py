@@ -28,7 +28,6 @@ from .v2_updates import (
     UserPart,
     locations,
     replay_complete,
-    state_update,
     tool_contents,
     user_message,
 )
@@ -115,7 +114,7 @@ class V2Prompts:
         async def inserted(message_id: str) -> None:
             parts = _user_parts(request)
             await self._client.send_plain_update(session_id, user_message(message_id, parts))
-            await self._client.send_plain_update(session_id, state_update("running"))
+            await self._client.send_state(session_id, "running")
             insertion.settle(message_id)
 
         try:
@@ -140,7 +139,7 @@ class V2Prompts:
 
     async def _idle(self, session_id: str, stop: Any, error: RpcError | None = None) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(IDLE_SECONDS):
-            await self._client.send_plain_update(session_id, state_update("idle", stop, error))
+            await self._client.send_state(session_id, "idle", stop, error)
 
 
 def _user_parts(request: Prompt) -> list[UserPart]:
@@ -166,12 +165,15 @@ async def resume(agent: AcpAgent, client: ClientProxy, request: SessionSetup, pa
     replay_from = params.get("replayFrom") if isinstance(params, dict) else None
     if replay_from is not None and not _from_start(replay_from):
         raise RpcError(INVALID_PARAMS, "unsupported replayFrom: only {'type': 'start'}")
-    answer = await (agent.resume_session if replay_from is None else agent.load_session)(request)
     assert request.session_id is not None  # the reader requires it
-    if replay_from is not None:
+    if replay_from is None:
+        answer = await agent.resume_session(request)
+    else:
+        with client.replaying(request.session_id):
+            answer = await agent.load_session(request)
         await client.send_plain_update(request.session_id, replay_complete())
     # A resumed session is idle here: its turns ran on the connection that is gone.
-    await client.send_plain_update(request.session_id, state_update("idle"))
+    await client.send_state(request.session_id, "idle")
     return answer
 
 

@@ -53,6 +53,7 @@ JsonObject = dict[str, Any]
 UserPart: TypeAlias = TextPart | ImagePart | ResourceLinkPart | DocumentPart
 
 SessionState: TypeAlias = Literal["running", "requires_action", "idle"]
+FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 StopReason: TypeAlias = TurnStopReason | Literal["error"]
 
 
@@ -161,6 +162,25 @@ def replay_complete() -> JsonObject:
     return {"sessionUpdate": "replay_complete"}
 
 
+_CHUNKED_MESSAGES = {
+    "user_message_chunk": "user_message",
+    "agent_message_chunk": "agent_message",
+    "agent_thought_chunk": "agent_thought",
+}
+
+
+def message_reset(update: JsonObject) -> JsonObject | None:
+    """For a message chunk, the whole-message upsert that empties that message, else None.
+
+    Chunks append to what the client holds under the `messageId`; a client that saw the
+    message live and now asks for a replay would show its text twice unless the replay
+    empties it first (`content: []` replaces everything accumulated)."""
+    kind = _CHUNKED_MESSAGES.get(str(update.get("sessionUpdate")))
+    if kind is None or "messageId" not in update:
+        return None
+    return {"sessionUpdate": kind, "messageId": update["messageId"], "content": []}
+
+
 def _background(work: BackgroundWork) -> JsonObject:
     match work:
         case BackgroundTerminal(terminal_id=terminal_id):
@@ -209,8 +229,9 @@ def _tool_call_created(event: ToolCallStarted) -> JsonObject:
 
 def _tool_call_changed(event: ToolCallUpdated, content: Sequence[ToolContent] | None) -> JsonObject:
     """The fields that changed (`content` the call shows now); an empty list is sent: it
-    clears the collection."""
-    return _without_none(
+    clears the collection. A running call the user may cancel says so; a final status
+    withdraws that (`null`)."""
+    update = _without_none(
         sessionUpdate="tool_call_update",
         toolCallId=event.id,
         status=event.status,
@@ -219,6 +240,11 @@ def _tool_call_changed(event: ToolCallUpdated, content: Sequence[ToolContent] | 
         content=None if content is None else tool_contents(content),
         locations=None if event.locations is None else locations(event.locations),
     )
+    if event.cancellable:
+        update["capabilities"] = {"cancel": {}}
+    elif event.status in FINAL_STATUSES:
+        update["capabilities"] = None
+    return update
 
 
 def locations(locations: Sequence[Location]) -> list[JsonObject]:
@@ -253,13 +279,14 @@ def _terminal_updates(event: ToolCallUpdated, stream: TerminalStream) -> list[Js
     updates: list[JsonObject] = []
     opened = stream.cwd is not None
     if opened:
-        updates.append(
-            {
-                "sessionUpdate": "terminal_update",
-                "terminalId": stream.terminal_id,
-                "cwd": stream.cwd,
-            }
+        opening = _without_none(
+            sessionUpdate="terminal_update",
+            terminalId=stream.terminal_id,
+            command=stream.command,
+            cwd=stream.cwd,
+            capabilities={"cancel": {}} if stream.stoppable else None,
         )
+        updates.append(opening)
     if opened or not only_terminal(event):
         shown = (TerminalContent(stream.terminal_id),) if opened else None
         content = shown if event.content is None else event.content
@@ -280,6 +307,7 @@ def _terminal_updates(event: ToolCallUpdated, stream: TerminalStream) -> list[Js
                 "sessionUpdate": "terminal_update",
                 "terminalId": stream.terminal_id,
                 "exitStatus": exit_status,
+                "capabilities": None,  # it cannot be stopped any more
             }
         )
     return updates

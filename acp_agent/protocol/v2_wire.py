@@ -56,12 +56,17 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
                 "mcp": {"stdio": {}, "http": {}, "acp": {}},
                 "delete": {},
                 "additionalDirectories": {},
-                # Unstable in the v2 schema, as in v1.
+                # Unstable in the v2 schema, as in v1 (`session_meta`).
                 "fork": {},
+                "title": {},
+                "archive": {},
+                "status": {},
                 "systemPrompt": {"mode": {"override": {}}},
             },
             # Unstable: `providers/list|set|disable`.
             "providers": {},
+            # Unstable: `auth/status`, and `auth/status_update` after a login or logout.
+            "auth": {"status": {}},
         },
         # Non-empty: `auth/login` and `auth/logout` are both routed.
         "authMethods": auth_methods_v2(handshake.client),

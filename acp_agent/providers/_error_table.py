@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 import httpx2
 
+from ._http_client import HttpStatusError, error_body
 from ._transport import not_found, not_listening, redact
 from .errors import (
     AuthError,
@@ -206,6 +207,27 @@ def _error_for(failure: Failure, endpoint: Endpoint) -> ProviderError:
         return AuthError(endpoint.provider, message, fix=endpoint.fix)
     retry_after = parse_retry_after(failure.headers) if rule.retry_after else None
     return rule.error(endpoint.provider, message, retry_after=retry_after)
+
+
+ReadErrorBody = Callable[[object, str], tuple[str | None, str]]
+"""A vendor's reading of an error body (its JSON value, else its text; and the SDK's
+message for a body that names none): the error's code or type, and its message."""
+
+
+def http_error(
+    exc: Exception, endpoint: Endpoint, read_body: ReadErrorBody
+) -> ProviderError | None:
+    """What the HTTP exchange raised (an error status, whose body `read_body` reads; a
+    transport failure; a stream event that is not JSON) as our error; None for anything
+    else, which the vendor translates itself."""
+    match exc:
+        case HttpStatusError():
+            body, fallback = error_body(exc)
+            code, message = read_body(body, fallback)
+            return error_for(Failure(exc.status, code, message, exc.headers, exc.url), endpoint)
+        case httpx2.HTTPError() | json.JSONDecodeError():
+            return transport_error(exc, endpoint)
+    return None
 
 
 def transport_error(exc: BaseException, endpoint: Endpoint) -> ProviderError:

@@ -16,6 +16,20 @@ from collections.abc import Mapping
 
 import httpx2
 
+from .. import __version__
+
+USER_AGENT = f"acp-agent/{__version__}"
+
+
+def json_headers() -> dict[str, str]:
+    """What every request to a vendor's JSON API carries, as the SDKs' clients send it (their
+    telemetry headers aside), before any credentials."""
+    return {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+    }
+
 
 class HttpStatusError(Exception):
     """A response with an error status (400 or above), its body read and the response

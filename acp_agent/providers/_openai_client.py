@@ -21,7 +21,6 @@ Three kinds of endpoint, from `OpenAIProviderConfig.type`:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -31,15 +30,14 @@ from urllib.parse import quote
 
 import httpx2
 
-from .. import __version__
 from ..local_addresses import is_local_url
 from ..messages import StreamEvent
-from ._error_table import Endpoint, Failure, error_for, transport_error
-from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_client, post_stream
+from ._error_table import Endpoint, Failure, error_for, http_error
+from ._http_client import TRANSPORT_ERRORS, json_headers, new_client, post_stream
 from ._http_stream import open_stream
 from ._transport import redact
-from .errors import AuthError, ProviderError, login_fix
-from .routing import gateway_refusal, header_secret
+from .errors import AuthError, ProviderError, key_fix, login_fix
+from .routing import provider_endpoint
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, OpenAIProviderConfig
@@ -56,7 +54,6 @@ reasoning; used when `api_version` is not configured."""
 PLACEHOLDER_KEY = "not-needed"
 STORED_KEY_ORIGIN = "`acp-agent login`"
 """Where a key came from when it was the one `acp-agent login` stored (the last resort)."""
-USER_AGENT = f"acp-agent/{__version__}"
 # The variables the SDK reads for the organization and project headers.
 _ACCOUNT_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 _AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
@@ -132,13 +129,8 @@ class OpenAIConnection:
         return self.config.type == "azure-openai" and not _AZURE_V1_PATH.search(self.base_url())
 
     def _request_headers(self, key: str | None) -> dict[str, str]:
-        """What the SDK's client sends with every request (its telemetry headers aside);
-        no credentials without a key."""
-        headers = {
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-        }
+        """What the SDK's client sends with every request; no credentials without a key."""
+        headers = json_headers()
         if key is None:
             return headers
         if self._azure_deployments():
@@ -186,19 +178,17 @@ class OpenAIConnection:
 
     def _key_fix(self) -> str:
         config = self.config
-        setting = f"providers.{self.name}.api_key_env"
-        login = login_fix(self.name)
-        if self._key_origin == STORED_KEY_ORIGIN:
-            return f"log in again: `acp-agent login {self.name}` replaces the stored key"
         if self._key == PLACEHOLDER_KEY:
+            setting = f"providers.{self.name}.api_key_env"
+            login = login_fix(self.name)
             return f"the server wants a key: name the variable that holds it in {setting}, {login}"
-        if config.api_key_env:
-            return f"set {config.api_key_env} (the variable {setting} names), {login}"
-        if config.api_key:
-            return f"check providers.{self.name}.api_key, or use {setting} instead"
-        if config.type != "openai-compatible":
-            return f"set {self._default_key_env()}, or name another variable in {setting}, {login}"
-        return f"name the variable that holds the key in {setting}, {login}"
+        return key_fix(
+            self.name,
+            stored=self._key_origin == STORED_KEY_ORIGIN,
+            api_key_env=config.api_key_env,
+            api_key=bool(config.api_key),
+            default_env=None if config.type == "openai-compatible" else self._default_key_env(),
+        )
 
     def base_url(self) -> str:
         return self.config.base_url or DEFAULT_BASE_URL
@@ -207,16 +197,8 @@ class OpenAIConnection:
 
     def translate(self, exc: Exception) -> ProviderError:
         """What the server or the transport reported, as the error table's input."""
-        endpoint = self._endpoint()
-        match exc:
-            case HttpStatusError():
-                body, fallback = error_body(exc)
-                # OpenAI and vLLM answer {"error": {...}}, Ollama {"error": "..."}.
-                detail = body.get("error", body) if isinstance(body, Mapping) else body
-                code, message = error_parts(detail, fallback)
-                return error_for(Failure(exc.status, code, message, exc.headers, exc.url), endpoint)
-            case httpx2.HTTPError() | json.JSONDecodeError():
-                return transport_error(exc, endpoint)
+        if (known := http_error(exc, self._endpoint(), _read_error_body)) is not None:
+            return known
         return ProviderError(self.name, self.redact(str(exc)) or type(exc).__name__)
 
     def stream_error(self, code: str | None, message: str) -> ProviderError:
@@ -228,18 +210,12 @@ class OpenAIConnection:
             "check that the model id names a deployment of this resource, and "
             f"providers.{self.name}.api_version"
         )
-        credentials, fix = (
-            gateway_refusal(self.base_url())
-            if self.config.editor_headers() is not None
-            else (self._key_description(), self._key_fix())
-        )
-        return Endpoint(
-            provider=self.name,
-            base_url=self.base_url(),
-            timeout=self.config.timeout,
-            credentials=credentials,
-            fix=fix,
-            key=self._real_key() or header_secret(self.config.editor_headers()),
+        return provider_endpoint(
+            self.name,
+            self.base_url(),
+            self.config.timeout,
+            self.config.editor_headers(),
+            lambda: (self._key_description(), self._key_fix(), self._real_key()),
             not_found_hint=deployment_hint if self.config.type == "azure-openai" else None,
         )
 
@@ -256,6 +232,11 @@ class OpenAIConnection:
 
     def redact(self, text: str) -> str:
         return redact(text, self._real_key())
+
+
+def _read_error_body(body: object, fallback: str) -> tuple[str | None, str]:
+    # OpenAI and vLLM answer {"error": {...}}, Ollama {"error": "..."}.
+    return error_parts(body.get("error", body) if isinstance(body, Mapping) else body, fallback)
 
 
 def error_parts(error: object, fallback: str) -> tuple[str | None, str]:

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 import httpx2
 
-from .. import __version__
 from ..messages import StreamEvent
 from . import _lazy_import
 from ._anthropic_mapping import (
@@ -41,15 +40,15 @@ from ._anthropic_mapping import (
     to_params,
 )
 from ._anthropic_stream import EventMapper
-from ._error_table import Endpoint, Failure, error_for, timed_out, transport_error
-from ._http_client import TRANSPORT_ERRORS, HttpStatusError, error_body, new_client, post_stream
+from ._error_table import Endpoint, Failure, error_for, http_error, timed_out, transport_error
+from ._http_client import TRANSPORT_ERRORS, json_headers, new_client, post_stream
 from ._http_stream import ended_early, open_stream
 from ._message_cache import ConvertedMessages
 from ._transport import checked_event_stream, redact
 from ._wire import loads, server_sent_events
 from .base import ModelRequest, model_inputs
-from .errors import AuthError, ProviderError, login_fix
-from .routing import gateway_refusal, header_secret
+from .errors import AuthError, ProviderError, key_fix
+from .routing import provider_endpoint
 
 if TYPE_CHECKING:
     from ..config import AnthropicProviderConfig
@@ -60,7 +59,6 @@ DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 API_VERSION = "2026-10-21"
 """The `anthropic-version` header: the SDK's `ANTHROPIC_API_VERSION` (a test holds them
 equal), the API version whose events the mapping reads."""
-USER_AGENT = f"acp-agent/{__version__}"
 _SDK = "acp_agent.providers._anthropic_sdk"
 
 
@@ -165,12 +163,7 @@ class AnthropicProvider:
 
     def _client(self) -> httpx2.AsyncClient:
         if self._http is None:
-            self._headers = {
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-                "User-Agent": USER_AGENT,
-                "anthropic-version": API_VERSION,
-            }
+            self._headers = {**json_headers(), "anthropic-version": API_VERSION}
             if (routed := self._config.editor_headers()) is not None:
                 # Routed by the editor: exactly its headers, no key of ours.
                 self._headers.update(routed)
@@ -242,33 +235,21 @@ class AnthropicProvider:
                     "GOOGLE_APPLICATION_CREDENTIALS, and check "
                     f"providers.{self.name}.project_id and providers.{self.name}.region"
                 )
-        login = login_fix(self.name)
-        if self._key_is_stored:
-            return f"log in again: `acp-agent login {self.name}` replaces the stored key"
-        if self._config.api_key_env:
-            return f"set {self._config.api_key_env} (the variable {setting} names), {login}"
-        if self._config.api_key:
-            return f"check providers.{self.name}.api_key, or use {setting} instead"
-        return f"set {DEFAULT_KEY_ENV}, or name another variable in {setting}, {login}"
+        return key_fix(
+            self.name,
+            stored=self._key_is_stored,
+            api_key_env=self._config.api_key_env,
+            api_key=bool(self._config.api_key),
+            default_env=DEFAULT_KEY_ENV,
+        )
 
     # --- errors ----------------------------------------------------------------------------
 
     def _translate(self, exc: Exception) -> ProviderError:
         """What the server, the transport or a cloud SDK raised, as the error table's input."""
         name, endpoint = self.name, self._endpoint()
-        match exc:
-            case HttpStatusError():
-                body, fallback = error_body(exc)
-                failure = Failure(
-                    exc.status,
-                    error_type(body),
-                    error_message(body, fallback),
-                    exc.headers,
-                    exc.url,
-                )
-                return error_for(failure, endpoint)
-            case httpx2.HTTPError() | json.JSONDecodeError():
-                return transport_error(exc, endpoint)
+        if (known := http_error(exc, endpoint, _read_error_body)) is not None:
+            return known
         if self._cloud is None:
             return ProviderError(name, self._redact(str(exc)) or type(exc).__name__)
         return self._translate_cloud(exc, endpoint)
@@ -298,26 +279,23 @@ class AnthropicProvider:
         return AuthError(name, f"no usable credentials: {reason}", fix=self._key_fix())
 
     def _endpoint(self) -> Endpoint:
-        origin = self._key_origin
         region_hint = (
             "check the model id and that the model is enabled in the region, "
             f"providers.{self.name}.region"
         )
-        credentials, fix = (
-            gateway_refusal(self._base_url())
-            if self._config.editor_headers() is not None
-            else (f"the key from {origin}" if origin else "the credentials", self._key_fix())
-        )
-        return Endpoint(
-            provider=self.name,
-            base_url=self._base_url(),
-            timeout=self._config.timeout,
-            credentials=credentials,
-            fix=fix,
-            key=self._key or header_secret(self._config.editor_headers()),
+        return provider_endpoint(
+            self.name,
+            self._base_url(),
+            self._config.timeout,
+            self._config.editor_headers(),
+            self._own_credentials,
             api_prefix="/v1",
             not_found_hint=None if self._config.type == "anthropic" else region_hint,
         )
+
+    def _own_credentials(self) -> tuple[str, str, str | None]:
+        origin = self._key_origin
+        return f"the key from {origin}" if origin else "the credentials", self._key_fix(), self._key
 
     def _redact(self, text: str) -> str:
         return redact(text, self._key)
@@ -331,3 +309,7 @@ class AnthropicProvider:
             case "anthropic-vertex":
                 return "Google Vertex AI"
         return DEFAULT_BASE_URL
+
+
+def _read_error_body(body: object, fallback: str) -> tuple[str | None, str]:
+    return error_type(body), error_message(body, fallback)

@@ -97,6 +97,9 @@ class ModelRequest:
     max_output_tokens: int | None = None
     thought_level: Literal["off", "low", "medium", "high"] | None = None
     """Reasoning effort / thinking budget; None for models without reasoning."""
+    speed: Literal["standard", "fast"] | None = None
+    """"fast": the vendor's faster, pricier serving (OpenAI: priority processing); None for
+    models that have none."""
 
 
 class Provider(Protocol):

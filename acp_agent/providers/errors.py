@@ -56,6 +56,30 @@ def login_fix(provider: str) -> str:
     return f"or store a key with `acp-agent login {provider}` (the editor's login button runs it)"
 
 
+def key_fix(
+    provider: str,
+    *,
+    stored: bool,
+    api_key_env: str | None,
+    api_key: bool,
+    default_env: str | None,
+) -> str:
+    """What to do about a missing or refused key, by where it came from: the key stored by
+    `acp-agent login`, the variable the config names, the config's own `api_key`, else the
+    type's default variable (`default_env`; None where the type has none)."""
+    setting = f"providers.{provider}.api_key_env"
+    login = login_fix(provider)
+    if stored:
+        return f"log in again: `acp-agent login {provider}` replaces the stored key"
+    if api_key_env:
+        return f"set {api_key_env} (the variable {setting} names), {login}"
+    if api_key:
+        return f"check providers.{provider}.api_key, or use {setting} instead"
+    if default_env:
+        return f"set {default_env}, or name another variable in {setting}, {login}"
+    return f"name the variable that holds the key in {setting}, {login}"
+
+
 class NotListening(ProviderUnavailable):
     # Retrying a local server that refused only delays the answer by the whole retry budget:
     # it is not running, and waiting seconds will not start it.

@@ -80,6 +80,8 @@ class OpenAIChatProvider:
             fields[connection.config.max_tokens_param] = limit
         if (effort := _reasoning_effort(connection, request)) is not None:
             fields["reasoning_effort"] = effort
+        if request.speed == "fast":
+            fields["service_tier"] = "priority"
         fields["stream_options"] = {"include_usage": True}
         if request.tools:
             fields["tools"] = to_tools(request.tools)

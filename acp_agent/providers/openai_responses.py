@@ -90,6 +90,8 @@ class OpenAIResponsesProvider:
             fields["reasoning"] = {"effort": level, "summary": "auto"}
         if request.max_output_tokens is not None:
             fields["max_output_tokens"] = request.max_output_tokens
+        if request.speed == "fast":
+            fields["service_tier"] = "priority"
         inputs = model_inputs(self._connection.config, request.model)
         return body_with_list(fields, "input", self._encoded.values(request.messages, inputs))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio.to_thread
 
@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from ..config import AgentConfig
 
 log = logging.getLogger(__name__)
+
+KeyState = Literal["key", "missing", "not_needed", "unknown"]
+_DEFAULT_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "azure-openai": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+"""The variable each vendor's provider reads when the config names none (as the providers
+do; not imported from them: that would load their SDKs)."""
 
 
 class ProviderPool:
@@ -68,6 +77,29 @@ class ProviderPool:
             await anyio.to_thread.run_sync(importlib.import_module, provider_module_for(config))
             provider = self._providers.setdefault(name, create_provider(name, config, self._env))
         return provider
+
+    def key_state(self, name: str) -> KeyState:
+        """Whether `providers.<name>` has what it signs in with, as far as can be told
+        without a request: a key (the config's, the environment's, a stored one, or the
+        editor's routing), none it needs (echo; an OpenAI-compatible server, which is sent a
+        placeholder), or cloud credentials and plugins, which only a request tells."""
+        if name in self._routes:
+            return "key"
+        config = self._config.providers[name]
+        if config.type == "echo":
+            return "not_needed"
+        resolve = getattr(config, "resolve_api_key", None)
+        stored = getattr(config, "stored_key", None)
+        default_variable = _DEFAULT_KEY_VARIABLES.get(config.type)
+        if (
+            (resolve is not None and resolve(self._env))
+            or (stored is not None and stored())
+            or (default_variable is not None and self._env.get(default_variable))
+        ):
+            return "key"
+        if config.type == "openai-compatible":
+            return "not_needed"
+        return "missing" if config.type in _DEFAULT_KEY_VARIABLES else "unknown"
 
     def forget_keys(self) -> None:
         """The stored keys changed (a logout): every provider is made anew on next use, and

@@ -8,11 +8,13 @@ secrets).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, ProviderConfig
+    from ._error_table import Endpoint
 
 API_TYPES = {
     "openai": ("openai",),
@@ -94,6 +96,33 @@ VENDOR_URLS = {
 
 def configured_url(config: ProviderConfig) -> str:
     return getattr(config, "base_url", None) or VENDOR_URLS.get(config.type, "")
+
+
+OwnCredentials = Callable[[], tuple[str, str, str | None]]
+"""A provider's own credentials, as a refusal names them: which they are, the fix, the key."""
+
+
+def provider_endpoint(
+    name: str,
+    base_url: str,
+    timeout: float,
+    editor_headers: dict[str, str] | None,
+    own: OwnCredentials,
+    *,
+    api_prefix: str = "",
+    not_found_hint: str | None = None,
+) -> Endpoint:
+    """The provider as its failures name it. Routed by the editor, a refusal names the
+    gateway's headers (no key of ours was sent) and masks their credential like a key;
+    otherwise it names what `own` says."""
+    from ._error_table import Endpoint  # its HTTP client's import waits for a provider's use
+
+    if editor_headers is not None:
+        credentials, fix = gateway_refusal(base_url)
+        key = header_secret(editor_headers)
+    else:
+        credentials, fix, key = own()
+    return Endpoint(name, base_url, timeout, credentials, fix, key, api_prefix, not_found_hint)
 
 
 def header_secret(headers: dict[str, str] | None) -> str | None:

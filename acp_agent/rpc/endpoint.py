@@ -8,6 +8,7 @@ whatever JSON the peer sent.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ._batch import BatchReply
+from ._batch import Alone, Answers, error_frame, is_response, receive_batch
 from ._frame_log import log_frame
 from .errors import (
     INTERNAL_ERROR,
@@ -83,6 +84,18 @@ class _Reply:
     error: RpcError | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Inbound:
+    """One request being answered: its work runs in `scope`, its response goes to
+    `answers` (alone, or into its batch's array)."""
+
+    request_id: RequestId
+    method: str
+    work: Work
+    scope: anyio.CancelScope
+    answers: Answers
+
+
 class Endpoint:
     def __init__(
         self,
@@ -107,6 +120,7 @@ class Endpoint:
         self._frames_done = 0
         self._frames_progress = anyio.Event()
         self._drained = anyio.Event()
+        self._alone = Alone(self._queue)
         self.accept_batches = False
         """Answer JSON-RPC batches (arrays) instead of refusing them: the protocol above
         turns it on where its version has them (ACP v2). We never send batches."""
@@ -224,7 +238,12 @@ class Endpoint:
 
     async def _dispatch(self, tg: TaskGroup, handler: Handler, message: Any) -> None:
         if isinstance(message, list) and self.accept_batches:
-            await self._receive_batch(tg, handler, message)
+            await receive_batch(
+                message,
+                self._queue,
+                on_response=self._receive_response,
+                on_call=functools.partial(self._receive_call, tg, handler),
+            )
         elif isinstance(message, list):
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "batch requests are not supported")
@@ -233,47 +252,29 @@ class Endpoint:
             await self._send_error(
                 None, RpcError(INVALID_REQUEST, "a message must be a JSON object")
             )
-        elif _is_response(message):
+        elif is_response(message):
             self._receive_response(message)  # never answered, whatever its id
         else:
             await self._receive_call(tg, handler, message)
-
-    async def _receive_batch(self, tg: TaskGroup, handler: Handler, entries: list[Any]) -> None:
-        """Each entry as if it came alone (requests run concurrently), answered together."""
-        if not entries:
-            await self._send_error(None, RpcError(INVALID_REQUEST, "an empty batch"))
-            return
-        batch = BatchReply(self._send_batch)
-        try:
-            for entry in entries:
-                if not isinstance(entry, dict):  # a batch inside a batch too
-                    refusal = RpcError(INVALID_REQUEST, "a batch entry must be a JSON object")
-                    await self._reject(batch, None, refusal)
-                elif _is_response(entry):
-                    self._receive_response(entry)
-                else:
-                    await self._receive_call(tg, handler, entry, batch)
-        finally:
-            # Whatever fails part way, the requests already started are answered, together.
-            await batch.seal()
 
     async def _receive_call(
         self,
         tg: TaskGroup,
         handler: Handler,
         message: dict[str, Any],
-        batch: BatchReply | None = None,
+        answers: Answers | None = None,
     ) -> None:
-        """A request or a notification, or an invalid message answered -32600."""
+        """A request or a notification, or an invalid message answered -32600; `answers`:
+        its batch's, when it came in one."""
+        answers = self._alone if answers is None else answers
         raw_id = message.get("id")
         method = message.get("method")
         if "id" in message and not _is_valid_id(raw_id):
-            await self._reject(
-                batch, None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
+            await answers.reject(
+                None, RpcError(INVALID_REQUEST, "id must be a string or an integer")
             )
         elif not isinstance(method, str):
-            await self._reject(
-                batch,
+            await answers.reject(
                 raw_id if _is_valid_id(raw_id) else None,
                 RpcError(
                     INVALID_REQUEST, "a message needs a method, or an id with a result or error"
@@ -284,11 +285,10 @@ class Endpoint:
         elif raw_id in self._in_flight:
             # Answering under that id would pose as the answer to the first request.
             in_use = f"id {_clip(repr(raw_id))} is already used by a request in flight"
-            await self._reject(batch, None, RpcError(INVALID_REQUEST, in_use))
+            await answers.reject(None, RpcError(INVALID_REQUEST, in_use))
         else:
-            if batch is not None:
-                batch.owe()
-            self._start_request(tg, handler, raw_id, method, message.get("params"), batch)
+            answers.owe()
+            self._start_request(tg, handler, raw_id, method, message.get("params"), answers)
 
     async def _answer_unexpected(self, message: Any) -> None:
         """The last line of defence: -32603 for a request whose frame failed before its
@@ -310,74 +310,51 @@ class Endpoint:
         request_id: RequestId,
         method: str,
         params: Any,
-        batch: BatchReply | None = None,
+        answers: Answers,
     ) -> None:
         scope = anyio.CancelScope()
         self._in_flight[request_id] = scope
-        work = _accept(handler, method, params)
-        tg.start_soon(self._answer_request, work, scope, request_id, method, batch)
+        call = _Inbound(request_id, method, _accept(handler, method, params), scope, answers)
+        tg.start_soon(self._answer_request, call)
 
-    async def _answer_request(
-        self,
-        work: Work,
-        scope: anyio.CancelScope,
-        request_id: RequestId,
-        method: str,
-        batch: BatchReply | None = None,
-    ) -> None:
-        """Run one request in its own task and write its one response (into its batch's
-        array, for an entry of a batch).
+    async def _answer_request(self, call: _Inbound) -> None:
+        """Run one request in its own task and write its one response.
 
         Never raises: an exception escaping this task would end the connection's task
         group, so whatever `_respond` did not foresee still answers -32603.
         """
         try:
-            await self._respond(work, scope, request_id, method, batch)
+            await self._respond(call)
         except Exception:  # raised before the response was queued: the follow-up never raises
-            log.exception("answering %s failed", _clip(method))
+            log.exception("answering %s failed", _clip(call.method))
             with contextlib.suppress(Exception):
-                failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} failed")
-                if batch is None:
-                    await self._send_error(request_id, failure)
-                else:  # owed already
-                    await batch.add(_response(request_id, _Reply(error=failure)))
+                failure = RpcError(INTERNAL_ERROR, f"{_clip(call.method)} failed")
+                await call.answers.add(error_frame(call.request_id, failure))
         finally:
             # In flight until answered: the drain at end of input waits for the answer too.
-            if self._in_flight.get(request_id) is scope:
-                del self._in_flight[request_id]
+            if self._in_flight.get(call.request_id) is call.scope:
+                del self._in_flight[call.request_id]
             if self.closed and not self._in_flight:
                 self._drained.set()
 
-    async def _respond(
-        self,
-        work: Work,
-        scope: anyio.CancelScope,
-        request_id: RequestId,
-        method: str,
-        batch: BatchReply | None = None,
-    ) -> None:
+    async def _respond(self, call: _Inbound) -> None:
         """Write the work's outcome (a response JSON cannot carry becomes -32603), then
         run its follow-up, if any (for a batch entry: once the batch's array is written)."""
-        reply = await self._outcome(work, scope, method)
+        reply = await self._outcome(call)
         follow_up = None
         if isinstance(reply.result, FollowedBy):
             reply, follow_up = _Reply(result=reply.result.result), reply.result.follow_up
-        response = _response(request_id, reply)
         try:
-            frame = encode_frame(response)
+            frame = encode_frame(_response(call.request_id, reply))
         except NOT_JSON as exc:
-            log.error("%s produced a response that is not JSON: %s", _clip(method), exc)
+            log.error("%s produced a response that is not JSON: %s", _clip(call.method), exc)
             follow_up = None
-            failure = RpcError(INTERNAL_ERROR, f"{_clip(method)} produced an invalid result")
-            response = _response(request_id, _Reply(error=failure))
-            frame = encode_frame(response)
-        if batch is None:
-            await self._queue(frame)
-        else:
-            await batch.add(response)
-            await batch.sent()
+            failure = RpcError(INTERNAL_ERROR, f"{_clip(call.method)} produced an invalid result")
+            frame = error_frame(call.request_id, failure)
+        await call.answers.add(frame)
+        await call.answers.sent()
         if follow_up is not None:
-            await self._run_follow_up(method, follow_up)
+            await self._run_follow_up(call.method, follow_up)
 
     async def _run_follow_up(self, method: str, follow_up: Callable[[], Awaitable[None]]) -> None:
         try:
@@ -385,11 +362,12 @@ class Endpoint:
         except Exception:
             log.exception("follow-up of %s failed", _clip(method))
 
-    async def _outcome(self, work: Work, scope: anyio.CancelScope, method: str) -> _Reply:
+    async def _outcome(self, call: _Inbound) -> _Reply:
+        method = call.method
         reply = _Reply(error=RpcError(REQUEST_CANCELLED, f"{_clip(method)} was cancelled"))
         try:
-            with scope:
-                reply = _Reply(result=await work())
+            with call.scope:
+                reply = _Reply(result=await call.work())
         except RpcError as exc:
             reply = _Reply(error=exc)
         except Exception as exc:
@@ -451,22 +429,7 @@ class Endpoint:
     # --- writing -----------------------------------------------------------------------
 
     async def _send_error(self, request_id: RequestId | None, error: RpcError) -> None:
-        await self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})
-
-    async def _reject(
-        self, batch: BatchReply | None, request_id: RequestId | None, error: RpcError
-    ) -> None:
-        """An invalid message's error: on its own, or into the array of the batch it came
-        in, there always with id null (the ACP v2 transports page: an invalid entry never
-        poses as a request's answer)."""
-        if batch is None:
-            await self._send_error(request_id, error)
-        else:
-            batch.owe()
-            await batch.add(_response(None, _Reply(error=error)))
-
-    async def _send_batch(self, responses: list[dict[str, Any]]) -> None:
-        await self._queue(encode_frame(responses))
+        await self._queue(error_frame(request_id, error))
 
     async def _send(self, message: dict[str, Any]) -> None:
         await self._queue(encode_frame(message))
@@ -521,7 +484,7 @@ def _accept(handler: Handler, method: str, params: Any) -> Work:
         return fail
 
 
-def _response(request_id: RequestId | None, reply: _Reply) -> dict[str, Any]:
+def _response(request_id: RequestId, reply: _Reply) -> dict[str, Any]:
     if reply.error is not None:
         return {"jsonrpc": "2.0", "id": request_id, "error": reply.error.to_dict()}
     return {"jsonrpc": "2.0", "id": request_id, "result": reply.result}
@@ -552,10 +515,6 @@ def _error_note(message: dict[str, Any]) -> str:
     error = message.get("error")
     text = error.get("message") if isinstance(error, dict) else None
     return f": {_clip(text)}" if isinstance(text, str) else ""
-
-
-def _is_response(message: dict[str, Any]) -> bool:
-    return "method" not in message and ("result" in message or "error" in message)
 
 
 def _is_valid_id(value: Any) -> TypeGuard[RequestId]:

@@ -8,20 +8,15 @@ anything else is written there (see `Console`), so logs and pipes never see it.
 
 from __future__ import annotations
 
+from ..durations import COMPACT, format_duration
+
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 REFRESH_SECONDS = 0.2
 CLEAR_LINE = "\r\x1b[2K"
 
 
 def format_elapsed(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    return format_duration(seconds, COMPACT)
 
 
 def format_status(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ..config import AgentConfig, ThoughtLevel
+from ..config import AgentConfig, Speed, ThoughtLevel
 from ..messages import Notice
 from ..tools.permissions import MODES, is_mode
 from .errors import ChoiceError
@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 MODEL = "model"
 THOUGHT_LEVEL = "thought_level"
 MODE = "mode"
+SPEED = "speed"
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
+SPEEDS: tuple[Speed, ...] = ("standard", "fast")
 
 
 class Choices:
@@ -36,6 +38,10 @@ class Choices:
     def thought_level(self, session: Session) -> ThoughtLevel | None:
         """The effort to ask for, or None when the session's model does not reason."""
         return self._runner.thought_level(session)
+
+    def speed(self, session: Session) -> Speed | None:
+        """The serving speed to ask for, or None when the session's model has one only."""
+        return self._runner.speed(session)
 
     def choose(self, entry: Live, option: str, value: str) -> None:
         """Set one of the session's choices, or `ChoiceError`."""
@@ -54,6 +60,14 @@ class Choices:
                 raise ChoiceError(f"thought_level must be one of {', '.join(THOUGHT_LEVELS)}")
             session.thought_level = value
             entry.writer.append(ChoiceRecord(thought_level=value))
+        elif option == SPEED:
+            if self.speed(session) is None:
+                raise ChoiceError(f"{session.model_choice} has one speed only")
+            speed = next((speed for speed in SPEEDS if speed == value), None)
+            if speed is None:
+                raise ChoiceError(f"speed must be one of {', '.join(SPEEDS)}")
+            session.speed = speed
+            entry.writer.append(ChoiceRecord(speed=speed))
         elif option == MODE:
             if not is_mode(value):
                 known = ", ".join(mode.id for mode in MODES)
@@ -72,6 +86,7 @@ class Choices:
             session.mode = stored.mode
         if stored.thought_level in THOUGHT_LEVELS:
             session.thought_level = stored.thought_level
+        session.speed = next((speed for speed in SPEEDS if speed == stored.speed), None)
 
     def _restore_model(self, session: Session, model: str) -> None:
         """The stored model where it is still offered, else the default stays (the stored

@@ -14,25 +14,35 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
 from ..config import AgentConfig
 from ..engine import open_call_results
 from ..mcp_bridge import McpServerSpec
-from ..messages import EditorPrompt, TextPart, ToolCallStarted, ToolCallUpdated, ToolResultPart
+from ..messages import (
+    EditorPrompt,
+    SessionInfoChanged,
+    TextPart,
+    ToolCallStarted,
+    ToolCallUpdated,
+    ToolResultPart,
+)
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink
 from .choices import Choices
-from .errors import SessionNotFound, UnknownSession
+from .errors import ChoiceError, SessionNotFound, UnknownSession
 from .live import Live, LiveSessions
 from .records import (
+    ArchiveRecord,
     ChoiceRecord,
     EditorPromptRecord,
     EventRecord,
+    Record,
     RootsRecord,
     SessionHeader,
+    TitleRecord,
     utc_now,
 )
 from .restore import StoredSession, permissions_in, replay, restore, same_roots
@@ -47,6 +57,20 @@ CLOSE_SECONDS = 10.0
 INTERRUPTED_RESULT = "Not run: the session ended before this tool call finished."
 
 Announce = Callable[[Session], Awaitable[None]]
+ArchiveFilter: TypeAlias = Literal["exclude", "include", "only"]
+"""Which sessions a listing shows by their archive state."""
+USER_TITLE_CHARS = 200
+"""A title the user gives is kept to this many characters (whitespace runs made one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What `status` tells of a session, without touching it."""
+
+    open: bool
+    """Live in this process (False: stored, opened again on its next use)."""
+    busy: bool
+    """A turn runs (only ever for an open one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +186,14 @@ class Lifecycle:
         await self._go_live(entry)
         return entry.session
 
-    def summaries(self, cwd: Path | None = None, cursor: str | None = None) -> SummaryPage:
-        """One page of the stored sessions, newest first; `ValueError` for a bad cursor.
+    def summaries(
+        self,
+        cwd: Path | None = None,
+        cursor: str | None = None,
+        archived: ArchiveFilter = "exclude",
+    ) -> SummaryPage:
+        """One page of the stored sessions, newest first, the archived ones as `archived`
+        says; `ValueError` for a bad cursor.
 
         A session that never got a prompt (no title) is listed only while it is open here:
         a chat client that opens one per window would fill its resume list with bare ids.
@@ -171,9 +201,71 @@ class Lifecycle:
         start-up sweep removes it (`retention.EMPTY_GRACE`)."""
 
         def shown(summary: SessionSummary) -> bool:
+            if archived != "include" and summary.archived != (archived == "only"):
+                return False
             return summary.title is not None or self.live.get(summary.session_id) is not None
 
         return self.store.list(str(cwd) if cwd is not None else None, cursor, shown=shown)
+
+    # --- what a session is called, and whether it is listed -------------------------------
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """Name the session as the user says (stored before this returns); no automatic
+        title replaces it. Returns the title as kept (whitespace runs made one, cut to
+        `USER_TITLE_CHARS`); `ChoiceError` for one with no words. Any stored session can be
+        named, open here or not."""
+        kept = " ".join(title.split())[:USER_TITLE_CHARS].rstrip()
+        if not kept:
+            raise ChoiceError("title: is empty (after trimming whitespace)")
+        record = TitleRecord(kept, chosen=True)
+        entry = self.live.get(session_id)
+        if entry is None:
+            await self._amend_stored(session_id, record, title=kept)
+            return kept
+        entry.session.title, entry.session.title_chosen = kept, True
+        entry.writer.append(record)
+        summary = await entry.writer.update_summary(title=kept)
+        await self.link.channel(session_id).emit(
+            SessionInfoChanged(title=kept, updated_at=summary.updated_at)
+        )
+        return kept
+
+    async def archive(self, session_id: str) -> None:
+        """Hide the session from default listings; an open one is closed first (its work
+        cancelled, as `close`). Archiving an archived session changes nothing."""
+        if self.live.get(session_id) is not None or self.live.parked(session_id) is not None:
+            await self.close(session_id)
+        await self._amend_stored(session_id, ArchiveRecord(archived=True), archived=True)
+
+    async def unarchive(self, session_id: str) -> None:
+        """List the session again; it is not opened."""
+        record = ArchiveRecord(archived=False)
+        entry = self.live.get(session_id)
+        if entry is None:
+            await self._amend_stored(session_id, record, archived=False)
+            return
+        entry.writer.append(record)  # resumed while archived
+        await entry.writer.update_summary(archived=False)
+
+    def status(self, session_id: str) -> SessionState:
+        """Whether the session is open here and working; nothing about it changes."""
+        entry = self.live.get(session_id)
+        if entry is not None:
+            return SessionState(open=True, busy=entry.session.busy)
+        if self.live.parked(session_id) is not None or self.store.exists(session_id):
+            return SessionState(open=False, busy=False)
+        raise UnknownSession(session_id)
+
+    async def _amend_stored(self, session_id: str, record: Record, **summary: Any) -> None:
+        """One record for a session not open here, its log opened just for it."""
+        parked = self.live.parked(session_id)
+        if parked is not None:
+            await parked.closed.wait()  # its log is free to open once it is closed
+        try:
+            # At once, no await: a request opening the session meanwhile waits its turn.
+            self.store.amend(session_id, record, **summary)
+        except SessionNotFound:
+            raise UnknownSession(session_id) from None
 
     def get(self, session_id: str) -> Live:
         """The live session (one let go is not live: `UnknownSession`)."""
@@ -349,7 +441,7 @@ class Lifecycle:
     def _apply_stored(self, session: Session, stored: StoredSession) -> None:
         session.history = stored.history
         session.permissions = permissions_in(stored, _root_strings(session.roots), session.id)
-        session.title = stored.title
+        session.title, session.title_chosen = stored.title, stored.title_chosen
         session.editor_prompt = stored.editor_prompt
         self.choices.restore(session, stored)
         session.summarised = stored.summarised

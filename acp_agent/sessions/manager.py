@@ -14,13 +14,15 @@ entry in `live.py`, and the parts write to it through that entry.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from anyio.abc import TaskGroup
 
 from ..config import NO_INSTRUCTIONS_ENV_VAR, AgentConfig
-from ..messages import Message
+from ..mcp_bridge import McpServerSpec
+from ..messages import EditorPrompt, Message
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder
 from ..tools import Tool, builtin_tools
@@ -105,14 +107,18 @@ class SessionManager:
         # A load is a resume that shows the user the conversation first.
         self.load = functools.partial(self._lifecycle.reopen, replay_history=True)
         self.resume = functools.partial(self._lifecycle.reopen, replay_history=False)
-        self.fork = self._lifecycle.fork
         self.summaries = self._lifecycle.summaries
+        self.set_title = self._lifecycle.set_title
+        self.archive = self._lifecycle.archive
+        self.unarchive = self._lifecycle.unarchive
+        self.status = self._lifecycle.status
         self.close = self._lifecycle.close
         self.delete = self._lifecycle.delete
         self.queue_prompt = self._queue.take_place
         self.cancel = self._queue.cancel
         self.cancel_all = self._queue.cancel_all
         self.thought_level = self._choices.thought_level
+        self.speed = self._choices.speed
         self.commands = self._commands.commands
 
     def get(self, session_id: str) -> Session:
@@ -127,6 +133,34 @@ class SessionManager:
         """The sessions open now (not the parked ones: they are opened again from the store,
         and choose their model then)."""
         return [entry.session for entry in self._live]
+
+    async def fork(
+        self,
+        session_id: str,
+        cwd: Path,
+        additional_roots: Sequence[Path] = (),
+        mcp_servers: Sequence[McpServerSpec] = (),
+        *,
+        editor_prompt: EditorPrompt | None = None,
+        choices: Sequence[tuple[str, str]] = (),
+    ) -> Session:
+        """A copy of the stored session (see `Lifecycle.fork`) taking `choices` (option,
+        value; the model first, as the thought levels offered depend on it). A choice it
+        cannot take is a `ChoiceError` naming the option, and the copy is gone again."""
+        session = await self._lifecycle.fork(
+            session_id, cwd, additional_roots, mcp_servers, editor_prompt=editor_prompt
+        )
+        entry = self._lifecycle.get(session.id)
+        try:
+            for option, value in sorted(choices, key=lambda choice: choice[0] != MODEL):
+                try:
+                    self._choices.choose(entry, option, value)
+                except ChoiceError as exc:
+                    raise ChoiceError(f"configOptions: {option}: {exc}") from None
+        except Exception:  # nothing forked, as far as the client can tell
+            await self._lifecycle.delete(session.id)
+            raise
+        return session
 
     async def choose(self, session_id: str, option: str, value: str) -> Session:
         """Set one of the session's choices; it applies from the next model request (model,
@@ -143,7 +177,8 @@ class SessionManager:
         inserted: Inserted | None = None,
     ) -> PromptOutcome:
         """Run a prompt (or slash command) in its place, once what turns need is built;
-        `inserted`: see `turns.Inserted` (not called for a slash command)."""
+        `inserted`: see `turns.Inserted` (not called for a slash command). A `place`
+        handed in is the caller's to release once the prompt has ended."""
         await self._tools.ready()
         await self._encoder.ready()
         return await self._queue.prompt(session_id, message, place, inserted)

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Final, Literal, TypeAlias, get_args
 
 from ..messages import (
+    BackgroundChanged,
     CommandsChanged,
     CompactionFinished,
     CompactionStarted,
@@ -52,6 +53,7 @@ from ..messages import (
     SessionInfoChanged,
     SubagentChanged,
     TerminalContent,
+    TerminalStream,
     TextPart,
     ThinkingPart,
     ThoughtChunk,
@@ -130,6 +132,7 @@ class ChoiceRecord:
     model: str | None = None
     mode: str | None = None
     thought_level: str | None = None
+    speed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,17 @@ class TitleRecord:
 
     kind: ClassVar[Literal["title"]] = "title"
     title: str
+    chosen: bool | None = None
+    """True: the user's (`session/set_title`), which no automatic title replaces; None in
+    the automatic ones (and in logs written before). Old lines read the same."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """The session was archived (hidden from default listings) or brought back."""
+
+    kind: ClassVar[Literal["archive"]] = "archive"
+    archived: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +227,7 @@ Record: TypeAlias = (
     | RootsRecord
     | UsageRecord
     | TitleRecord
+    | ArchiveRecord
     | CompactionRecord
     | EditorPromptRecord
     | TurnEndRecord
@@ -250,6 +265,7 @@ EVENTS: Final[Mapping[type[Any], str]] = {
     CompactionFinished: "compaction_finished",
     Notice: "notice",  # live only: the recorder keeps none, but it encodes like every event
     SubagentChanged: "subagent_changed",
+    BackgroundChanged: "background_changed",  # live only, like a notice
 }
 _RECORD_TYPES: Final[dict[str, type[Record]]] = {cls.kind: cls for cls in get_args(Record)}
 
@@ -263,7 +279,12 @@ _CODEC: Final = Codec(
     # `kind` is the tag of the object the tool call's kind is stored in.
     renames={(ToolCallStarted, "kind"): "tool_kind"},
     # What the editor sent with a mention; `context` holds what was given the model.
-    not_stored={(ResourceLinkPart, "embedded_text")},
+    # Whether the user may stop a call or command now: true live only, never on replay.
+    not_stored={
+        (ResourceLinkPart, "embedded_text"),
+        (ToolCallUpdated, "cancellable"),
+        (TerminalStream, "stoppable"),
+    },
 )
 
 
@@ -359,6 +380,7 @@ __all__ = [
     "TOOL_CONTENTS",
     "TURN_FAILED",
     "UPGRADES",
+    "ArchiveRecord",
     "ChoiceRecord",
     "CompactionRecord",
     "EventRecord",

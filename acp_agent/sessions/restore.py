@@ -62,6 +62,7 @@ class StoredSession:
     model: str | None = None
     mode: str | None = None
     thought_level: str | None = None
+    speed: str | None = None
     permissions: PermissionMemory = field(default_factory=PermissionMemory)
     permission_roots: tuple[str, ...] | None = None
     """The roots (cwd first) `permissions` were given in; None: not recorded."""
@@ -70,6 +71,8 @@ class StoredSession:
     in a log that recorded none."""
     usage: UsageRecord | None = None
     title: str | None = None
+    title_chosen: bool = False
+    """The title is the user's (`session/set_title`)."""
     editor_prompt: EditorPrompt | None = None
 
 
@@ -91,13 +94,14 @@ def restore(records: Sequence[Record]) -> StoredSession:
                 stored.model = record.model or stored.model
                 stored.mode = record.mode or stored.mode
                 stored.thought_level = record.thought_level or stored.thought_level
+                stored.speed = record.speed or stored.speed
             case PermissionsRecord(allowed=allowed, rejected=rejected):
                 stored.permissions = PermissionMemory(set(allowed), set(rejected))
                 stored.permission_roots = roots
             case UsageRecord():
                 stored.usage = record
-            case TitleRecord(title=title):
-                stored.title = title
+            case TitleRecord(title=title, chosen=chosen):
+                stored.title, stored.title_chosen = title, chosen is True
             case EditorPromptRecord(mode=mode, text=text):
                 stored.editor_prompt = EditorPrompt(mode, text)
             case CompactionRecord():

@@ -7,8 +7,9 @@ stops the running turn and every prompt queued behind it: a user who presses sto
 frame is read (`take_place`), so a cancel read after it finds it even if its task has not
 started yet, and its turn runs only once every earlier place has been released, whatever
 the earlier prompt still had to do first (a `QueuePlace` is released by whoever holds it
-when its prompt ends, however it ends). The places live in `PromptTickets`, which outlive the `Session` object when
-the manager lets an idle session go and opens it again (`live.py`).
+when its prompt ends, however it ends). The places live in `PromptTickets`, which
+outlive the `Session` object when the manager lets an idle session go and opens it again
+(`live.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..config import ThoughtLevel
+from ..config import Speed, ThoughtLevel
 from ..messages import CommandInfo, EditorPrompt, Message, Notice, TurnStopReason
 from ..providers.usage import UsageMeter
 from ..tools.base import SessionToolState
@@ -107,6 +108,8 @@ class Session:
     """'provider/model' answering the next model request."""
     thought_level: ThoughtLevel | None = None
     """Reasoning effort chosen by the user; None means the model's default."""
+    speed: Speed | None = None
+    """Serving speed chosen by the user (models with `fast`); None: standard."""
     mode: PermissionMode = DEFAULT_MODE
     history: list[Message] = field(default_factory=list)
     """The working context sent to the model (after compaction: a summary, then the rest)."""

@@ -60,7 +60,16 @@ from .errors import (
     SessionNotFound,
     StoreError,
 )
-from .records import MessageRecord, Record, SessionHeader, TitleRecord, decode, encode, utc_now
+from .records import (
+    ArchiveRecord,
+    MessageRecord,
+    Record,
+    SessionHeader,
+    TitleRecord,
+    decode,
+    encode,
+    utc_now,
+)
 from .redaction import MIN_SECRET_LENGTH, REDACTED, Redactor, SecretSource
 
 if sys.platform != "win32":
@@ -91,6 +100,9 @@ class SessionSummary:
     """ISO 8601 UTC, as `utc_now()` writes it (so that strings sort as times)."""
     origin: str | None = None
     """The header's: `ORIGIN_RUN` for `acp-agent run`, None for an editor's session."""
+    archived: bool = False
+    """Hidden from default listings (`session/archive`), from the log's last archive
+    record."""
 
 
 Records: TypeAlias = list[Record]
@@ -138,6 +150,30 @@ class SessionStore:
             os.close(fd)
             raise SessionCorrupt(f"{path}: the log has no readable header")
         return SessionLog(self, fd, size, summary)
+
+    def amend(
+        self,
+        session_id: str,
+        record: Record,
+        *,
+        title: str | None = None,
+        archived: bool | None = None,
+    ) -> SessionSummary:
+        """Append one record to a log no session here has open, and write its summary anew
+        (`title`, `archived`: None leaves them; the last activity time stays). Blocking,
+        cheap; `SessionNotFound`, `SessionLocked` as `open_log`."""
+        log_ = self.open_log(session_id)
+        try:
+            log_.append(record)
+            summary = replace(
+                log_.summary,
+                title=log_.summary.title if title is None else title,
+                archived=log_.summary.archived if archived is None else archived,
+            )
+            _atomic_write(self._meta_path(session_id), self._sidecar(summary))
+            return summary
+        finally:
+            log_.close()
 
     def read(self, session_id: str) -> Records:
         """Every record of the log, upgraded to the current version; the header first.
@@ -359,6 +395,8 @@ class SessionStore:
         }
         if summary.origin is not None:  # sidecars of editor sessions stay as they were
             data["origin"] = summary.origin
+        if summary.archived:  # as the origin: sidecars of other sessions stay as they were
+            data["archived"] = True
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return (self._redactor.line(text) + "\n").encode("utf-8")
 
@@ -384,6 +422,7 @@ class SessionStore:
         header = records[0]
         assert isinstance(header, SessionHeader)
         titles = [r.title for r in records if isinstance(r, TitleRecord)]
+        archived = [r.archived for r in records if isinstance(r, ArchiveRecord)]
         summary = SessionSummary(
             session_id,
             header.cwd,
@@ -392,6 +431,7 @@ class SessionStore:
             header.created_at,
             datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             header.origin,
+            archived[-1] if archived else False,
         )
         with suppress(OSError):
             _atomic_write(meta, self._sidecar(summary))
@@ -410,7 +450,11 @@ class LogWriter(Protocol):
     async def sync(self) -> None: ...
 
     async def update_summary(
-        self, *, title: str | None = None, updated_at: str | None = None
+        self,
+        *,
+        title: str | None = None,
+        updated_at: str | None = None,
+        archived: bool | None = None,
     ) -> SessionSummary: ...
 
 
@@ -467,10 +511,15 @@ class SessionLog:
             os.close(fd)
 
     async def update_summary(
-        self, *, title: str | None = None, updated_at: str | None = None
+        self,
+        *,
+        title: str | None = None,
+        updated_at: str | None = None,
+        archived: bool | None = None,
     ) -> SessionSummary:
-        """Rewrite the sidecar with a new title (None: unchanged) and `updated_at` (None:
-        now), atomically, in a worker thread. Returns the summary written."""
+        """Rewrite the sidecar with a new title and archive state (None: unchanged) and
+        `updated_at` (None: now), atomically, in a worker thread. Returns the summary
+        written."""
         self._require_open()
         if updated_at is None:
             updated = utc_now()
@@ -484,6 +533,7 @@ class SessionLog:
                 self._summary,
                 title=self._summary.title if title is None else title,
                 updated_at=updated,
+                archived=self._summary.archived if archived is None else archived,
             )
             data = self._store._sidecar(summary)
             path = self._store._meta_path(summary.session_id)
@@ -611,16 +661,19 @@ def _sidecar_summary(d: Any, session_id: str) -> SessionSummary:
     roots = d["additional_roots"]
     title = d.get("title")
     origin = d.get("origin")
+    archived = d.get("archived", False)
     updated = _canonical_time(d["updated_at"])
     summary = SessionSummary(
-        d["session_id"], d["cwd"], tuple(roots), title, d["created_at"], updated or "", origin
-    )
+        d["session_id"], d["cwd"], tuple(roots), title, d["created_at"], updated or "", origin,
+        archived,
+    )  # fmt: skip
     if (
         summary.session_id != session_id
         or type(summary.cwd) is not str
         or type(summary.created_at) is not str
         or not (title is None or type(title) is str)
         or not (origin is None or type(origin) is str)
+        or type(archived) is not bool
         or not all(type(root) is str for root in roots)
         or updated is None
     ):

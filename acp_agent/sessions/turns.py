@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..child_env import child_environment
-from ..config import AgentConfig, ThoughtLevel
+from ..config import AgentConfig, Speed, ThoughtLevel
 from ..engine import ModelSettings, ModelSetup, Turn
 from ..messages import (
     Message,
@@ -197,8 +197,8 @@ class TurnRunner:
                 title = await generated_title(provider, model.id, prompt)
             except ProviderError as exc:
                 logger.warning("title model %s: %s (the first prompt stays the title)", choice, exc)
-        if title is None or log.closed:
-            return
+        if title is None or log.closed or session.title_chosen:
+            return  # the user's own title, set while the model wrote, stays
         await _retitle(session, log, channel, title)
 
     def _title_model(self, session: Session) -> str:
@@ -229,6 +229,8 @@ class TurnRunner:
             shell_timeout=self.config.shell_timeout,
             client_shows_terminal_stream=self.link.shows_terminal_stream,
             background=self.background,
+            # A background job's display outlives the turn: not through the turn's channel.
+            report=self.link.channel(session.id).emit,
             child_env=child_environment(self.env, self.config),
             protected_files=_own_files(self.config, self.env),
             delegate=self._delegate(session),
@@ -281,8 +283,16 @@ class TurnRunner:
                 context_window=model.context_window,
                 max_output_tokens=model.max_output_tokens,
                 thought_level=self.thought_level(session),
+                speed=self.speed(session),
             ),
         )
+
+    def speed(self, session: Session) -> Speed | None:
+        """The serving speed to ask for, or None when the session's model has one only."""
+        model = self.config.find_model(session.model_choice)[2]
+        if not model.fast:
+            return None
+        return session.speed or "standard"
 
     def thought_level(self, session: Session) -> ThoughtLevel | None:
         """The effort to ask for, or None when the session's model does not reason."""

@@ -20,6 +20,7 @@ from typing import Literal, TypeAlias
 
 import anyio
 
+from ..durations import SPELT_OUT, format_duration
 from ._output import OutputCapture
 
 HEAD_BYTES = 8 * 1024
@@ -61,9 +62,13 @@ class JobEnd:
     killed: bool = False
     """Stopped by `job_kill` or because the session ended."""
     timed_out: bool = False
+    by_user: bool = False
+    """Stopped by the user from the editor (its terminal), not by the model."""
 
     def describe(self) -> str:
         """How the job ended, in a few words (the model and the user read it)."""
+        if self.by_user:
+            return f"stopped by the user ({self.signal})" if self.signal else "stopped by the user"
         if self.timed_out:
             return "timed out (stopped)"
         if self.killed:
@@ -97,6 +102,9 @@ class Job:
     cwd: str
     where: Where
     terminal_id: str | None = None
+    display_terminal: str | None = None
+    """The id of its display terminal, where the client shows a local job's output."""
+    stopped_by_user: bool = False
     started_at: float = field(default_factory=time.monotonic)
     output: OutputBuffer = field(default_factory=OutputBuffer)
     cursor: int = 0
@@ -216,6 +224,11 @@ class JobTable:
     def running(self) -> bool:
         return any(job.running for job in self._jobs.values())
 
+    def shown_running(self) -> tuple[str, ...]:
+        """The display terminals of the jobs that run now."""
+        jobs = self._jobs.values()
+        return tuple(j.display_terminal for j in jobs if j.running and j.display_terminal)
+
     def take_ended_notes(self) -> list[str]:
         """One line for each job that ended since the model last heard of it (then it has)."""
         notes = []
@@ -247,7 +260,7 @@ class JobTable:
         now = time.monotonic()
         lines = [
             f"- {job.id}: {'running' if job.end is None else job.end.describe()}, "
-            f"{_duration(job.age(now))}, {_size(job.output.total)} of output"
+            f"{format_duration(job.age(now), SPELT_OUT)}, {_size(job.output.total)} of output"
             f"{', in an editor terminal' if job.where == 'terminal' else ''}: "
             f"`{short_command(job)}`"
             for job in self._jobs.values()
@@ -260,17 +273,6 @@ def short_command(job: Job) -> str:
     if len(command) <= NOTE_COMMAND_CHARS:
         return command
     return command[: NOTE_COMMAND_CHARS - 1] + "…"
-
-
-def _duration(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02} min"
 
 
 def _size(count: int) -> str:

@@ -30,6 +30,8 @@ from ..messages import (
     TurnEvent,
 )
 from ._job_table import JobTable
+from ._text import display_path
+from ._work import SessionWork
 
 
 class ToolFailed(Exception):
@@ -103,6 +105,8 @@ class SessionToolState:
     """The plan when the model wrote it as one Markdown document (then `plan` is empty)."""
     jobs: JobTable = field(default_factory=JobTable)
     """Background commands (`shell` with `background`); killed when the session ends."""
+    work: SessionWork = field(default_factory=SessionWork)
+    """What runs now that the user may stop on its own: tool calls, commands' terminals."""
     local_hosts: dict[str, str] = field(default_factory=dict)
     """Host names web_fetch found resolving to this machine or a private network, with why:
     the permission policy asks before each fetch from them from then on."""
@@ -134,6 +138,9 @@ class ToolContext:
     extension): local command output is then shown there rather than as text."""
     background: TaskGroup | None = None
     """The connection's task group: cleanup that must outlive a cancelled turn runs here."""
+    report: Callable[[TurnEvent], Awaitable[None]] = _discard
+    """Reports what happens after the turn (a background job's end) to the editor; not
+    recorded in the session's log, unlike `emit`."""
     child_env: Mapping[str, str] | None = None
     """What local commands start from: `child_environment` of the agent's environment and
     config (the agent sets it per turn); None: of ours when the command starts, under the
@@ -338,6 +345,19 @@ class OneFile:
         return (ctx.resolve(params.path),)
 
 
+class ChangesOneFile(OneFile):
+    """Mixed into a tool that changes the one file its `path` names: an edit (asked about
+    in the modes that ask before edits), titled with what it does to the file."""
+
+    kind: ToolKind = "edit"
+    read_only: bool = False
+    verb: ClassVar[str]
+    """The title's first word: "Edit", "Write"."""
+
+    def title(self, params: _NamesAPath, ctx: ToolContext) -> str:
+        return f"{self.verb} {display_path(ctx.resolve(params.path), ctx.cwd)}"
+
+
 @functools.cache
 def _parameters_schema(params_model: type[ToolParams]) -> dict[str, Any]:
     """The JSON schema of a tool's arguments, built once per model (every model request
@@ -367,6 +387,7 @@ def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
 
 __all__ = [
     "DEFAULT_SHELL_TIMEOUT",
+    "ChangesOneFile",
     "Destination",
     "Editor",
     "OneFile",

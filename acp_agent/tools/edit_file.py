@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
-from ._text import display_path, first_changed_line, line_of, plural
-from .base import OneFile, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
+from ._text import first_changed_line, line_of, plural
+from .base import ChangesOneFile, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
 
 MAX_LISTED_MATCHES = 5
 
@@ -59,19 +59,15 @@ class EditFileParams(ToolParams):
         return [Edit(old_text=self.old_text, new_text=self.new_text, replace_all=self.replace_all)]
 
 
-class EditFile(OneFile, Tool[EditFileParams]):
+class EditFile(ChangesOneFile, Tool[EditFileParams]):
     """Change part of an existing file by replacing exact text. `old_text` must match the file
     exactly (whitespace included) and only once, unless `replace_all` is set. For several
     changes to one file pass `edits`: they apply in order, all or none. Read the file first; use
     write_file to create files."""
 
     name = "edit_file"
-    kind = "edit"
-    read_only = False
+    verb = "Edit"
     params_model = EditFileParams
-
-    def title(self, params: EditFileParams, ctx: ToolContext) -> str:
-        return f"Edit {display_path(ctx.resolve(params.path), ctx.cwd)}"
 
     async def preview(self, params: EditFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path, old, new, _ = await _planned(params, ctx)

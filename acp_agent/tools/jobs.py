@@ -19,17 +19,19 @@ kills and releases its terminal: no job outlives its session.
 
 from __future__ import annotations
 
+import codecs
 import logging
 import math
 import signal
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import anyio.abc
 from pydantic import Field
 
-from ..messages import TextPart, ToolContent
+from ..messages import BackgroundChanged, TerminalStream, TextPart, ToolCallUpdated, ToolContent
 from ._job_table import Job, JobEnd, JobRead, JobTable, Where, short_command
 from ._text import cut_middle, fenced
 from .base import Editor, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
@@ -52,6 +54,8 @@ READ_HEAD_CHARS = 8_000
 READ_TAIL_CHARS = 16_000
 """The model reads at most the first and last this many characters of one read."""
 READ_CHUNK_BYTES = 65536
+LIVE_OUTPUT_LIMIT = 1024 * 1024
+"""Output of a local job shown live in its display terminal (as for a foreground command)."""
 
 
 class JobOutputParams(ToolParams):
@@ -243,8 +247,71 @@ async def start_local_job(
     # No checkpoint between the start and the watcher: a cancel cannot orphan the group.
     job = _new_job(ctx, command, cwd, "local")
     job.stop = lambda: _end_group(process)
-    background.start_soon(_guarded, job, _watch_local(job, process, time_limit))
+    display = _JobDisplay(ctx, job) if ctx.client_shows_terminal_stream else None
+    if display is not None:
+        # Shown opened before its output or its end (shielded: the group must get its
+        # watcher whatever happens).
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_SECONDS):
+            await display.opened()
+    background.start_soon(_guarded, job, _watch_local(job, process, time_limit, display))
     return job
+
+
+class _JobDisplay:
+    """A local job's display terminal, for clients that show a command's live output: it
+    opens as the job starts, shows its output as it comes, then its exit; until then the job
+    is background work the user may stop from there (`SessionWork`). Reported with
+    `ctx.report`, not the turn's `emit`: the job outlives the turn."""
+
+    def __init__(self, ctx: ToolContext, job: Job) -> None:
+        self._ctx, self._job = ctx, job
+        self._call_id = ctx.tool_call_id
+        self._terminal_id = job.display_terminal = f"local-{job.id}"
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._shown = 0
+
+    async def opened(self) -> None:
+        job = self._job
+        self._ctx.state.work.add_terminal(self._terminal_id, self._stop_by_user)
+        opening = TerminalStream(
+            self._terminal_id, cwd=job.cwd, command=job.command, stoppable=True
+        )
+        # The title rides along: Zed opens a display terminal from a whole `tool_call`.
+        await self._quietly(ToolCallUpdated(self._call_id, title=job.command, terminal=opening))
+        await self._report_background()
+
+    async def output(self, data: bytes) -> None:
+        if self._shown >= LIVE_OUTPUT_LIMIT:
+            return  # the model still reads all of it through job_output
+        self._shown += len(data)
+        text = self._decoder.decode(data)
+        if text:
+            await self._report(TerminalStream(self._terminal_id, output=text))
+
+    async def exited(self, end: JobEnd) -> None:
+        self._ctx.state.work.forget_terminal(self._terminal_id)
+        exit = TerminalStream(
+            self._terminal_id, exited=True, exit_code=end.exit_code, signal=end.signal
+        )
+        await self._report(exit)
+        await self._report_background()
+
+    async def _stop_by_user(self) -> None:
+        self._job.stopped_by_user = True
+        await self._job.kill()
+
+    async def _report(self, stream: TerminalStream) -> None:
+        await self._quietly(ToolCallUpdated(self._call_id, terminal=stream))
+
+    async def _report_background(self) -> None:
+        await self._quietly(BackgroundChanged(self._ctx.state.jobs.shown_running()))
+
+    async def _quietly(self, event: ToolCallUpdated | BackgroundChanged) -> None:
+        # What the editor is shown must not end the job: a closed connection only hides it.
+        try:
+            await self._ctx.report(event)
+        except Exception as exc:
+            log.debug("display of %s: %s", self._job.id, exc)
 
 
 async def _guarded(job: Job, watch: Awaitable[None]) -> None:
@@ -264,13 +331,15 @@ async def _end_group(process: anyio.abc.Process) -> None:
         await terminate_group(process)
 
 
-async def _watch_local(job: Job, process: anyio.abc.Process, time_limit: float | None) -> None:
+async def _watch_local(
+    job: Job, process: anyio.abc.Process, time_limit: float | None, display: _JobDisplay | None
+) -> None:
     """Copy the output into the job until the command ends, then end what it left behind."""
     timed_out = False
     try:
         async with anyio.create_task_group() as group:
             drained = anyio.Event()
-            group.start_soon(_pump, process, job, drained)
+            group.start_soon(_pump, process, job, drained, display)
             with anyio.move_on_after(math.inf if time_limit is None else time_limit) as limit:
                 await process.wait()
             if limit.cancelled_caught:
@@ -287,14 +356,22 @@ async def _watch_local(job: Job, process: anyio.abc.Process, time_limit: float |
     finally:
         with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
             await process.aclose()
-        job.finish(_local_end(process.returncode, job.stop_requested, timed_out))
+        end = _local_end(process.returncode, job.stop_requested, timed_out)
+        job.finish(replace(end, by_user=job.stopped_by_user))
+        if display is not None:
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                await display.exited(end)
 
 
-async def _pump(process: anyio.abc.Process, job: Job, drained: anyio.Event) -> None:
+async def _pump(
+    process: anyio.abc.Process, job: Job, drained: anyio.Event, display: _JobDisplay | None
+) -> None:
     assert process.stdout is not None
     try:
         async for chunk in process.stdout:
             job.add_output(chunk)
+            if display is not None:
+                await display.output(chunk)
     except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
     finally:

@@ -167,13 +167,16 @@ async def run_local_command(
     head_bytes: int,
     tail_bytes: int,
     stream_limit: int,
+    stop: anyio.Event | None = None,
 ) -> CommandResult:
     """Run `argv` in its own process group; stdout and stderr merged, stdin empty.
 
     New output goes to `on_output` as it arrives (at most `stream_limit` bytes of it, so a
     chatty command cannot flood the client). After `time_limit` seconds the group is
     terminated and the result says so; on cancellation the group is terminated and
-    cancellation propagates. Processes the command leaves behind are ended once it exits.
+    cancellation propagates. Once `stop` is set the group is terminated (the user stopped
+    the command): the result is its end, by its signal. Processes the command leaves
+    behind are ended once it exits.
     """
     capture = OutputCapture(head_bytes, tail_bytes)
     process = await open_command(argv, cwd=cwd, env=env, base_env=base_env)
@@ -182,6 +185,8 @@ async def run_local_command(
         async with anyio.create_task_group() as group:
             reader_done = anyio.Event()
             group.start_soon(_pump, process, capture, on_output, stream_limit, reader_done)
+            if stop is not None:
+                group.start_soon(_terminate_when, stop, process)
             with anyio.move_on_after(time_limit) as deadline:
                 await process.wait()
             if deadline.cancelled_caught:
@@ -210,6 +215,11 @@ async def run_local_command(
         total_bytes=capture.total,
         omitted_bytes=capture.omitted,
     )
+
+
+async def _terminate_when(stop: anyio.Event, process: anyio.abc.Process) -> None:
+    await stop.wait()
+    await terminate_group(process)
 
 
 async def open_command(

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -118,6 +118,8 @@ class _Finished:
     cut_notice: str | None
     """Why the beginning or middle of the output is missing, if it is."""
     terminal_id: str
+    stopped_by_user: bool = False
+    """The user stopped the command (its terminal), not the turn."""
 
 
 class Shell(Tool[ShellParams]):
@@ -197,6 +199,8 @@ def _display(finished: _Finished, timeout: float, ctx: ToolContext) -> tuple[Too
 def _ending(finished: _Finished, timeout: float) -> str:
     """How a failed command ended, for the user."""
     status = finished.exit
+    if finished.stopped_by_user:
+        return "Stopped by the user."
     if finished.timed_out:
         return f"Timed out after {timeout:g} s: the command was stopped."
     if status is not None and status.signal:
@@ -376,29 +380,45 @@ async def _run_locally(command: str, cwd: Path, time_limit: float, ctx: ToolCont
             ToolCallUpdated(ctx.tool_call_id, terminal=TerminalStream(terminal_id, output=text))
         )
 
+    # The user may stop the command alone (its terminal), and the turn goes on.
+    stop = anyio.Event()
+
+    async def stop_command() -> None:
+        stop.set()
+
     # The first report opens the client's display terminal (when it has them); the title
     # rides along because Zed opens it from a whole `tool_call`, which needs one.
     shown = (TerminalContent(terminal_id),) if ctx.client_shows_terminal_stream else None
-    await ctx.emit(
-        ToolCallUpdated(
-            ctx.tool_call_id,
-            status="in_progress",
-            title=command,
-            content=shown,
-            terminal=TerminalStream(terminal_id, cwd=str(cwd)),
+    opened = TerminalStream(terminal_id, cwd=str(cwd), command=command, stoppable=True)
+    with ctx.state.work.terminal(terminal_id, stop_command):
+        await ctx.emit(
+            ToolCallUpdated(
+                ctx.tool_call_id,
+                status="in_progress",
+                title=command,
+                content=shown,
+                terminal=opened,
+            )
         )
-    )
-    result = await run_local_command(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=COMMAND_ENV,
-        base_env=ctx.child_env,
-        time_limit=time_limit,
-        on_output=forward,
-        head_bytes=LOCAL_HEAD_BYTES,
-        tail_bytes=LOCAL_TAIL_BYTES,
-        stream_limit=LIVE_OUTPUT_LIMIT,
-    )
+        try:
+            result = await run_local_command(
+                ["bash", "-c", command],
+                cwd=cwd,
+                env=COMMAND_ENV,
+                base_env=ctx.child_env,
+                time_limit=time_limit,
+                on_output=forward,
+                head_bytes=LOCAL_HEAD_BYTES,
+                tail_bytes=LOCAL_TAIL_BYTES,
+                stream_limit=LIVE_OUTPUT_LIMIT,
+                stop=stop,
+            )
+        except anyio.get_cancelled_exc_class():
+            # The command was ended with its call or turn: its terminal must not look alive.
+            with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
+                ended = TerminalStream(terminal_id, exited=True)
+                await ctx.emit(ToolCallUpdated(ctx.tool_call_id, terminal=ended))
+            raise
     await ctx.emit(
         ToolCallUpdated(
             ctx.tool_call_id,
@@ -416,6 +436,7 @@ async def _run_locally(command: str, cwd: Path, time_limit: float, ctx: ToolCont
         timed_out=result.timed_out,
         cut_notice=notice,
         terminal_id=terminal_id,
+        stopped_by_user=stop.is_set(),
     )
 
 
@@ -439,6 +460,9 @@ def model_text(finished: _Finished, timeout: float) -> str:
 
 
 def _status(finished: _Finished, timeout: float) -> str:
+    if finished.stopped_by_user:
+        how = _status(replace(finished, stopped_by_user=False), timeout)
+        return "[the user stopped this command: " + how[1:]
     if finished.timed_out:
         return f"[timed out after {timeout:g} s: the command was stopped]"
     status = finished.exit

@@ -6,8 +6,8 @@ from pydantic import Field
 
 from ..messages import DiffContent, Location, ToolContent
 from ._files import read_current, write_text
-from ._text import count_lines, display_path, first_changed_line, plural
-from .base import OneFile, Tool, ToolContext, ToolOutcome, ToolParams
+from ._text import count_lines, first_changed_line, plural
+from .base import ChangesOneFile, Tool, ToolContext, ToolOutcome, ToolParams
 
 
 class WriteFileParams(ToolParams):
@@ -18,18 +18,14 @@ class WriteFileParams(ToolParams):
     content: str = Field(description="The complete new content of the file.")
 
 
-class WriteFile(OneFile, Tool[WriteFileParams]):
+class WriteFile(ChangesOneFile, Tool[WriteFileParams]):
     """Create a new file, or replace the entire content of an existing one. For changes to part of
     an existing file prefer edit_file: it is shorter and cannot drop text by accident. Read a
     file before overwriting it."""
 
     name = "write_file"
-    kind = "edit"
-    read_only = False
+    verb = "Write"
     params_model = WriteFileParams
-
-    def title(self, params: WriteFileParams, ctx: ToolContext) -> str:
-        return f"Write {display_path(ctx.resolve(params.path), ctx.cwd)}"
 
     async def preview(self, params: WriteFileParams, ctx: ToolContext) -> tuple[ToolContent, ...]:
         path = ctx.resolve(params.path)

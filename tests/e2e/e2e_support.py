@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,13 @@ API_KEY = "test-key"
 MODEL = "fake-model"
 HELLO_TEXT = "Hello from the e2e workspace!\nSecond line.\n"
 AGENT_COMMAND = (sys.executable, "-m", "acp_agent")
+V2_DRIVER = E2E_DIR / "v2_client.mjs"
+"""The npm SDK's ACP v2 client driving the agent (see its header for the scenarios)."""
+V2_SDK = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "v2"
+needs_v2_sdk = pytest.mark.skipif(
+    not V2_SDK.exists() or shutil.which("node") is None,
+    reason="the npm SDK is not installed: run `npm install` at the repository root (needs node)",
+)
 
 
 @asynccontextmanager
@@ -55,6 +63,25 @@ async def sdk_agent(
                 hang_guard,
             )
             yield conn, process, answer
+
+
+async def run_v2_driver(
+    env: dict[str, str], stderr: Path, cwd: Path, scenario: str, **scenario_env: str
+) -> bytes:
+    """What `v2_client.mjs` printed, running `scenario` against a fresh agent in `cwd`."""
+    driver = await asyncio.create_subprocess_exec(
+        "node",
+        str(V2_DRIVER),
+        str(cwd),
+        str(stderr),
+        *AGENT_COMMAND,
+        env={**env, "V2_SCENARIO": scenario, **scenario_env},
+        cwd=REPO_ROOT,  # where node finds the SDK's package
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await driver.communicate()
+    assert driver.returncode == 0, f"the v2 driver failed; agent stderr in {stderr}"
+    return out
 
 
 async def prompt_text(conn: Any, session_id: str, text: str, hang_guard: float) -> Any:
@@ -115,3 +142,38 @@ def _proc_state(entry: Path) -> str:
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def unchecked_frames(
+    received: list[dict[str, Any]], sent: list[dict[str, Any]], version: int
+) -> list[str]:
+    """Validate each frame the agent sent (`received` by the client; `sent`: the client's,
+    which name the method each answer is of) against the npm SDK's unstable schema of ACP
+    `version`; returns the methods of the frames it has no definition for."""
+    import jsonschema
+
+    path = REPO_ROOT / f"node_modules/@agentclientprotocol/sdk/schema/v{version}"
+    defs = json.loads((path / "schema.unstable.json").read_text(encoding="utf-8"))["$defs"]
+    by_method: dict[tuple[str, str], str] = {}
+    for name, spec in defs.items():
+        if not isinstance(spec, dict) or "x-method" not in spec:
+            continue
+        # The agent answers the methods of its side and calls those of the client's.
+        kind = "answer" if name.endswith("Response") else "call"
+        if spec.get("x-side") == ("agent" if kind == "answer" else "client"):
+            by_method.setdefault((spec["x-method"], kind), name)
+    asked = {frame["id"]: frame["method"] for frame in sent if "method" in frame and "id" in frame}
+    unchecked = []
+    for frame in received:
+        if "method" in frame:
+            method, kind, value = frame["method"], "call", frame.get("params")
+        elif "result" in frame:
+            method, kind, value = asked.get(frame.get("id"), "?"), "answer", frame["result"]
+        else:
+            continue  # an error: its shape is JSON-RPC's
+        definition = by_method.get((method, kind))
+        if definition is None:
+            unchecked.append(method)
+            continue
+        jsonschema.validate(value, {"$ref": f"#/$defs/{definition}", "$defs": defs})
+    return unchecked

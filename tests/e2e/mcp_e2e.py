@@ -6,6 +6,7 @@ process; an agent config file that points at the fake LLM; and the process-table
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -42,6 +43,29 @@ def stdio_entry(
         "args": [str(SERVERS / script), *args],
         "env": [{"name": k, "value": v} for k, v in {MARK: mark, **env}.items()],
     }
+
+
+STARTED_LINE = "mcp e2e: the stdio server's process is running"
+
+
+def announced_stdio_entry(name: str, log: Path, *, mark: str) -> dict[str, Any]:
+    """`stdio_entry` of `everything.py` behind a shell that first appends `STARTED_LINE` to
+    `log`: given the agent's own stderr file (opened for appending), the line lands among
+    the agent's lines in the order the two processes wrote them."""
+    script = f'echo "{STARTED_LINE}" >> "$ANNOUNCE_TO"; exec "$0" "$@"'
+    entry = stdio_entry(name, mark=mark, ANNOUNCE_TO=str(log))
+    return {**entry, "command": "/bin/sh", "args": ["-c", script, sys.executable, *entry["args"]]}
+
+
+def import_finished_line(log_lines: list[str], module: str) -> int:
+    """The index of the `-X importtime` line printed when `module`'s import finished."""
+    ends = [
+        i
+        for i, line in enumerate(log_lines)
+        if re.fullmatch(rf"import time:.*\|\s*{re.escape(module)}", line)
+    ]
+    assert ends, f"no `-X importtime` line for {module!r} in the agent's stderr"
+    return ends[0]
 
 
 def web_entry(name: str, kind: Literal["http", "sse"], url: str, **headers: str) -> dict[str, Any]:

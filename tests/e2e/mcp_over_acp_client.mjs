@@ -3,8 +3,10 @@
 // `ClientApp` drives the agent over stdio and its `McpOverAcpProvider` answers the agent's
 // `mcp/message` requests. Behind the provider sits a REAL MCP server subprocess (one of
 // tests/mcp_servers) on stdio: each inner request is relayed to it under its `requestId`,
-// its answer comes back as the inner outcome, and its progress notifications as
-// `mcp/message` notifications of the request they belong to.
+// its answer comes back as the inner outcome, and its notifications as `mcp/message`
+// notifications of the request they belong to: a call's progress (by its token), and the
+// frames of a `subscriptions/listen` stream (stamped with that request's id), which stays
+// active while the stream lasts: the server's list changes come that way.
 //
 // Reads one JSON object on stdin:
 //   agent: [command, ...args], cwd, env, stderr (a file for the agent's stderr),
@@ -39,6 +41,7 @@ class StdioServer {
     });
     this.pending = new Map();
     this.progress = new Map();
+    this.streams = new Map(); // request id -> the notify of a request still active
     createInterface({ input: this.child.stdout }).on("line", (line) => this.receive(line));
   }
 
@@ -49,15 +52,20 @@ class StdioServer {
       this.pending.delete(message.id);
     } else if (message.method === "notifications/progress") {
       this.progress.get(message.params?.progressToken)?.(message.method, message.params);
+    } else {
+      const stream = message.params?._meta?.["io.modelcontextprotocol/subscriptionId"];
+      this.streams.get(stream)?.(message.method, message.params);
     }
   }
 
-  request(id, method, params, onProgress) {
+  request(id, method, params, onNotify) {
     const token = params?._meta?.progressToken;
-    if (token !== undefined && onProgress) this.progress.set(token, onProgress);
+    if (token !== undefined && onNotify) this.progress.set(token, onNotify);
+    if (onNotify) this.streams.set(id, onNotify);
     return new Promise((resolve) => {
       this.pending.set(id, (reply) => {
         this.progress.delete(token);
+        this.streams.delete(id);
         resolve(reply);
       });
       this.write({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) });

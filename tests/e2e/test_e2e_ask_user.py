@@ -202,7 +202,7 @@ def test_acpx_advertises_no_elicitation_so_the_model_gets_no_ask_user(
     [answer] = [m for m in messages if m.get("id") == initialize["id"] and "result" in m][:1]
     methods = answer["result"]["authMethods"]
     assert [m["id"] for m in methods] == ["acp-agent-config"], "acpx runs no login terminal"
-    assert answer["result"]["agentCapabilities"]["auth"] == {"logout": {}}
+    assert answer["result"]["agentCapabilities"]["auth"] == {"logout": {}, "status": {}}
     first, second = fake_llm.requests
     names = [tool["function"]["name"] for tool in first["tools"]]
     assert "ask_user" not in names and "read_file" in names

@@ -48,10 +48,13 @@ from e2e_support import AGENT_COMMAND, children_of, is_alive, needs_proc
 from fake_llm import FakeLLM, message_text
 from mcp_e2e import (
     MARK,
+    STARTED_LINE,
     VENDOR_KEY,
     VENDOR_KEY_ENV,
+    announced_stdio_entry,
     calls,
     gone,
+    import_finished_line,
     new_mark,
     stdio_entry,
     stdio_table,
@@ -69,6 +72,7 @@ HANG_GUARD = 30.0
 on a busy machine)."""
 BUDGET = 3.0
 """`mcp_connect_timeout` of the budget test."""
+ANSWERED_LINE = "e2e client: session/new answered"
 
 
 # --- the client ----------------------------------------------------------------------------
@@ -401,6 +405,33 @@ async def test_a_hung_or_missing_server_delays_the_first_prompt_by_the_budget_no
     assert "connecting" in status or "did not connect" in status
     assert "MCP server 'missing'" in status
     assert await gone(mark) == [], "the hung server (or the child it started) outlived the agent"
+
+
+async def test_a_stdio_server_starts_while_the_mcp_sdk_imports_after_session_new_answered(
+    fake_llm: FakeLLM, env: dict[str, str], agent_stderr: Path, workspace: Path, tmp_path: Path
+) -> None:
+    # One file, appended to by the agent (its stderr, `-X importtime` lines included), by the
+    # server's shell and by this test: its line order is the order the events happened in.
+    config = config_for(tmp_path, fake_llm)
+    server = McpServerStdio.model_validate(
+        announced_stdio_entry("box", agent_stderr, mark=new_mark())
+    )
+    profiled = {**env, "PYTHONPROFILEIMPORTTIME": "1"}
+    async with running_agent(profiled, agent_stderr, workspace, config) as (conn, _, _):
+        session = await asyncio.wait_for(
+            conn.new_session(cwd=str(workspace), mcp_servers=[server]), HANG_GUARD
+        )
+        async with await anyio.open_file(agent_stderr, "a", encoding="utf-8") as log:
+            await log.write(f"{ANSWERED_LINE}\n")
+        stop = await run(conn, session.session_id, calls(("mcp__box__echo", {"text": "hi"})))
+
+    assert stop == "end_turn"
+    assert tool_results(fake_llm.requests[-1]) == {"mcp__box__echo": "hi"}
+    log_text = await anyio.Path(agent_stderr).read_text(encoding="utf-8", errors="replace")
+    lines = log_text.splitlines()
+    mcp_imported = import_finished_line(lines, "mcp")
+    assert lines.index(ANSWERED_LINE) < mcp_imported, "session/new waited for the mcp import"
+    assert lines.index(STARTED_LINE) < mcp_imported, "the server started after the mcp import"
 
 
 async def test_a_failed_server_is_retried_before_the_next_prompt_and_its_tools_come_back(

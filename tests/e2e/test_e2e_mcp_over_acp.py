@@ -196,3 +196,33 @@ def test_progress_from_the_editor_shows_and_a_cancel_reaches_its_server(
     _, slow = tool_call(report, "tools: slow")
     assert slow["status"] == "failed"
     assert tool_results(fake_llm.requests[-1]) == {"mcp__tools__was_cancelled": "cancelled"}
+
+
+def test_a_tool_the_editors_server_adds_reaches_the_models_next_request(
+    fake_llm: FakeLLM,
+    agent_env: dict[str, str],
+    agent_stderr: Path,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    """The server in the editor adds a tool and says so on the `subscriptions/listen`
+    stream the agent opened through the editor: the next turn offers it to the model."""
+    report = editor_session(
+        fake_llm,
+        agent_env,
+        agent_stderr,
+        workspace,
+        tmp_path,
+        [calls(("mcp__tools__grow", {})), calls(("mcp__tools__grown", {}))],
+        mode="bypass",
+    )
+
+    assert report["stops"] == ["end_turn", "end_turn"]
+    first, grew, second, answered = fake_llm.requests
+    assert "mcp__tools__grown" not in tool_names(first)
+    assert tool_results(grew) == {"mcp__tools__grow": "grew"}
+    assert "mcp__tools__grown" in tool_names(second)
+    assert tool_results(answered) == {"mcp__tools__grown": "grown"}
+    asked = report["asked"]
+    assert asked.count("subscriptions/listen") == 1  # one stream, for the whole session
+    assert asked.count("tools/list") == 2  # read again once, after the change

@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import AGENT_COMMAND, E2E_DIR, REPO_ROOT, sdk_agent
+from e2e_support import AGENT_COMMAND, needs_v2_sdk, run_v2_driver, sdk_agent
 from fake_llm import FakeLLM, last_user_text
 from test_e2e_plans_sdk import PlanClient  # an editor that keeps updates, no fs or terminal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 HANG_GUARD = 30.0
-V2_DRIVER = E2E_DIR / "v2_client.mjs"
-V2_SDK = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk" / "dist" / "v2"
-needs_v2_sdk = pytest.mark.skipif(
-    not V2_SDK.exists() or shutil.which("node") is None,
-    reason="the npm SDK is not installed: run `npm install` at the repository root (needs node)",
-)
 V2_INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -42,18 +35,7 @@ async def run_v2_client(
     env: dict[str, str], stderr: Path, cwd: Path, scenario: str = "life"
 ) -> dict[str, Any]:
     """What each step of `v2_client.mjs`'s `scenario` got from a fresh agent."""
-    driver = await asyncio.create_subprocess_exec(
-        "node",
-        str(V2_DRIVER),
-        str(cwd),
-        str(stderr),
-        *AGENT_COMMAND,
-        env={**env, "V2_SCENARIO": scenario},
-        cwd=REPO_ROOT,  # where node finds the SDK's package
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(driver.communicate(), HANG_GUARD)
-    assert driver.returncode == 0, f"the v2 driver failed; agent stderr in {stderr}"
+    out = await asyncio.wait_for(run_v2_driver(env, stderr, cwd, scenario), HANG_GUARD)
     got: dict[str, Any] = json.loads(out)
     return got
 
@@ -141,7 +123,8 @@ async def test_v2_prompts_answer_at_insertion_in_order_once_per_key_and_cancel(
 
     # The repeat with the same idempotency key got the first id and inserted nothing.
     assert ids["again"] == ids["once"]
-    assert len([a for a in arrivals if _update("user_message")(a)]) == 6
+    live = arrivals[: _arrival(arrivals, lambda a: "resuming" in a)]
+    assert len([a for a in live if _update("user_message")(a)]) == 6
     asked = [e for e in fake_llm.exchanges if last_user_text(e.body) == "only once"]
     assert len(asked) == 1
 
@@ -167,9 +150,73 @@ async def test_v2_prompts_answer_at_insertion_in_order_once_per_key_and_cancel(
     # state (sent before the answer, see test_v2_prompts) may show up after the answer.
     assert kinds[marker + 1 :] == ["state_update"]
     assert _arrival(after, _update("replay_complete")) < answered
+    # Each replayed message is emptied once before its chunks (the client saw it live).
+    resets = [a["update"]["messageId"] for a in after if _update("user_message", content=[])(a)]
+    assert len(resets) == len(set(resets)), "one reset per message"
+    assert set(ids.values()) <= set(resets), "every prompt's message is replayed"
     replayed = [a["update"] for a in after if _update("user_message_chunk")(a)]
     assert [u["messageId"] for u in replayed][:1] == [ids["first"]]
     assert "current_mode_update" not in kinds
+
+
+@needs_v2_sdk
+async def test_v2_cancels_one_tool_call_or_one_background_terminal_and_the_turn_goes_on(
+    agent_env: dict[str, str], agent_stderr: Path, workspace: Path, fake_llm: FakeLLM
+) -> None:
+    from dialect_support import Transcript, assert_schema_valid
+
+    out = await asyncio.wait_for(
+        run_v2_driver(agent_env, agent_stderr, workspace, "pieces"), HANG_GUARD
+    )
+    wire = Transcript("v2", [json.loads(line) for line in out.splitlines()])
+    assert_schema_valid(wire)  # every frame, both ways, as the v2 schema has it
+    session_id = wire.result("new")["sessionId"]
+    states = wire.updates(session_id, "state_update")
+    idle = [s for s in states if s["state"] == "idle"]
+
+    # The command's call, cancelled while it ran: that call ends `cancelled` and the model
+    # hears why; the turn ends normally.
+    assert wire.result("cancelCall") == {}
+    calls = [u for u in wire.updates(session_id, "tool_call_update") if u.get("name") == "shell"]
+    command_call = calls[0]["toolCallId"]
+    final = [
+        u for u in wire.updates(session_id, "tool_call_update") if u["toolCallId"] == command_call
+    ]
+    assert final[-1]["status"] == "cancelled"
+    assert final[-1]["capabilities"] is None
+    tool_results = [
+        m["content"] for e in fake_llm.exchanges for m in e.body["messages"] if m["role"] == "tool"
+    ]
+    assert any("The user cancelled this tool call while it ran" in r for r in tool_results)
+    assert idle[0]["stopReason"] == "end_turn"
+    # Again once it ended: refused, naming the field.
+    refused = wire.answer("cancelCallAgain")["error"]
+    assert refused["code"] == -32602
+    assert "toolCallId" in refused["message"]
+
+    # The background job: listed on every state from its start, through the turn's end,
+    # until its terminal (cancelled by the user) reported its exit.
+    job_terminal = [u for u in wire.updates(session_id, "terminal_update") if "command" in u][-1]
+    terminal_id = job_terminal["terminalId"]
+    listed = [{"type": "terminal", "terminalId": terminal_id}]
+    assert job_terminal["capabilities"] == {"cancel": {}}
+    assert idle[1] == {
+        "sessionUpdate": "state_update",
+        "state": "idle",
+        "stopReason": "end_turn",
+        "background": listed,
+    }
+    assert wire.result("cancelTerminal") == {}
+    exited = [
+        u
+        for u in wire.updates(session_id, "terminal_update")
+        if u["terminalId"] == terminal_id and "exitStatus" in u
+    ]
+    assert exited[0]["exitStatus"] == {"signal": "SIGTERM"}
+    assert states[-1] == {"sessionUpdate": "state_update", "state": "idle", "background": []}
+    updates = wire.updates(session_id)
+    assert updates.index(exited[0]) < updates.index(states[-1])
+    assert all("background" in state for state in states)
 
 
 class RawAgent:

@@ -191,9 +191,17 @@ class RelayEditor:
             waiting = self._pending.get(message.get("id"))
             if waiting is not None:
                 await waiting.send(message)
-            elif message.get("method") == "notifications/progress":
+            elif (request_id := self._request_of(message)) is not None:
                 params = message["params"]
-                request_id = self._progress.get(params.get("progressToken"), "")
                 self.mcp.deliver(
                     EditorMcpMessage(self.server_id, request_id, message["method"], params)
                 )
+
+    def _request_of(self, notification: dict[str, Any]) -> str | None:
+        """The request a server's notification belongs to: a call's progress names its
+        token, a `subscriptions/listen` stream's frames its request id."""
+        params = notification.get("params") or {}
+        if notification.get("method") == "notifications/progress":
+            return self._progress.get(params.get("progressToken"), "")
+        listened = params.get("_meta", {}).get("io.modelcontextprotocol/subscriptionId")
+        return listened if listened in self._pending else None

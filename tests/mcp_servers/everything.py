@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,22 @@ DOTTED_TOOL = "ns.lookup"
 class Answer(BaseModel):
     name: str
     age: int
+
+
+# Resolvers: what a tool needs asked of the client. On 2026-07-28 the server answers
+# `input_required` until the client retries with the answers; a 2025-11-25 client is asked
+# mid-call, as `ask`, `sample` and `roots` ask.
+def who() -> Elicit[Answer]:
+    return Elicit("Who are you?", Answer)
+
+
+def said_hi() -> Sample:
+    hi = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Hi"))
+    return Sample([hi], max_tokens=20)
+
+
+def their_roots() -> ListRoots:
+    return ListRoots()
 
 
 def build(name: str = "everything") -> MCPServer:
@@ -119,7 +135,8 @@ def build(name: str = "everything") -> MCPServer:
     async def grow(ctx: Context) -> str:
         """Add a tool and say so (notifications/tools/list_changed)."""
         server.add_tool(lambda: "grown", name="grown", description="A tool added later.")
-        await ctx.session.send_tool_list_changed()
+        await ctx.session.send_tool_list_changed()  # 2025-11-25: to the session
+        await ctx.notify_tools_changed()  # 2026-07-28: on the `subscriptions/listen` streams
         return "grew"
 
     @server.tool()
@@ -133,6 +150,7 @@ def build(name: str = "everything") -> MCPServer:
 
         server.add_prompt(Prompt.from_function(later, name="later"))
         await ctx.session.send_prompt_list_changed()
+        await ctx.notify_prompts_changed()
         return "grew a prompt"
 
     @server.tool()
@@ -144,6 +162,22 @@ def build(name: str = "everything") -> MCPServer:
             return f"error: {exc}"
         data = getattr(result, "data", None)
         return f"{result.action}: {data.name} {data.age}" if data else result.action
+
+    # The same questions asked the 2026-07-28 way (`who` and the others below).
+    @server.tool()
+    def ask_resolved(answer: Annotated[Answer, Resolve(who)]) -> str:
+        """Ask the user for a name and an age (elicitation, as a resolver)."""
+        return f"accept: {answer.name} {answer.age}"
+
+    @server.tool()
+    def sample_resolved(result: Annotated[types.CreateMessageResult, Resolve(said_hi)]) -> str:
+        """Ask the client's model for a completion (sampling, as a resolver)."""
+        return f"sampled: {getattr(result.content, 'text', result.content)}"
+
+    @server.tool()
+    def roots_resolved(found: Annotated[types.ListRootsResult, Resolve(their_roots)]) -> str:
+        """List the client's roots (as a resolver)."""
+        return " ".join(str(root.uri) for root in found.roots)
 
     @server.tool()
     async def roots(ctx: Context) -> str:

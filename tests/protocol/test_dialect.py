@@ -8,14 +8,12 @@ stable `schema.json` where the frame is stable). The v1 tests elsewhere hold v1 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
+from schema_support import assert_v2, schema_document
 
 from acp_agent.protocol.dialect import V1, V2, dialect_for, initialize_response, negotiate
 from acp_agent.protocol.methods import REQUESTS_V2
@@ -25,7 +23,6 @@ pytestmark = pytest.mark.anyio
 
 Connection = Callable[..., Any]
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "node_modules/@agentclientprotocol/sdk/schema/v2"
 METHOD_NOT_FOUND = -32601
 
 V2_INITIALIZE: dict[str, Any] = {
@@ -35,17 +32,9 @@ V2_INITIALIZE: dict[str, Any] = {
 }
 
 
-@cache
 def _schema(name: str) -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
-    return schema
-
-
-def assert_v2(value: Any, definition: str, *, stable: bool = True) -> None:
-    """`value` is a `definition` of the v2 schema (and of its stable part, if `stable`)."""
-    for name in ("schema.unstable.json", "schema.json") if stable else ("schema.unstable.json",):
-        defs = _schema(name)["$defs"]
-        jsonschema.validate(value, {"$ref": f"#/$defs/{definition}", "$defs": defs})
+    """The v2 schema file `name` as JSON."""
+    return schema_document("v2", name)
 
 
 def agent_methods() -> set[str]:
@@ -114,6 +103,9 @@ def test_the_v2_initialize_answer_validates_against_the_v2_schema() -> None:
         "delete",
         "additionalDirectories",
         "fork",
+        "title",
+        "archive",
+        "status",
         "systemPrompt",
     }
     assert "sse" not in session["mcp"]

@@ -180,7 +180,7 @@ async def test_no_method_outside_the_stable_schema_is_offered(connection: Connec
 async def test_logout_is_advertised(connection: Connection) -> None:
     async with connection() as client:
         result = await client.initialize()
-    assert result["agentCapabilities"]["auth"] == {"logout": {}}
+    assert result["agentCapabilities"]["auth"] == {"logout": {}, "status": {}}
     assert_schema("AgentAuthCapabilities", result["agentCapabilities"]["auth"])
 
 

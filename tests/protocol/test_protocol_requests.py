@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from acp_agent.messages import DocumentPart, ImagePart, ResourceLinkPart, TextPart
-from acp_agent.protocol import requests
+from acp_agent.protocol import requests, session_meta
 from acp_agent.protocol.content import DOCUMENT_TYPES, IMAGE_TYPES
 from acp_agent.protocol.fields import Invalid
 
@@ -138,6 +138,8 @@ def servers_as_we_read(setup: requests.SessionSetup) -> list[tuple[Any, ...]]:
         (acp_schema.LoadSessionRequest, requests.load_session),
         (acp_schema.ResumeSessionRequest, requests.existing_session),
         (acp_schema.ForkSessionRequest, requests.existing_session),
+        # The table's fork reader: the same, and the initial `configOptions` it may carry.
+        (acp_schema.ForkSessionRequest, session_meta.fork_session),
     ],
 )
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -206,12 +206,18 @@ async def test_initialize_advertises_load_and_exactly_the_session_methods_it_rou
         "delete": {},
         "additionalDirectories": {},
         "fork": {},
+        # Unstable: `session/set_title`, `archive`/`unarchive`, `status`.
+        "title": {},
+        "archive": {},
+        "status": {},
         "systemPrompt": {"mode": {"override": {}}},  # fields of the lifecycle requests
     }
     methods = {name for name in advertised if name not in ("additionalDirectories", "systemPrompt")}
-    assert {f"session/{name}" for name in methods} <= set(REQUESTS)
+    routed_as = {"title": "set_title"}
+    assert {f"session/{routed_as.get(name, name)}" for name in methods} <= set(REQUESTS)
     lifecycle = {m.removeprefix("session/") for m in REQUESTS if m.startswith("session/")}
-    assert lifecycle & {"list", "resume", "close", "delete", "fork"} == methods
+    optional = {"list", "resume", "close", "delete", "fork", "set_title", "archive", "status"}
+    assert lifecycle & optional == {routed_as.get(name, name) for name in methods}
 
 
 # --- session/load --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Every `session/update` payload, built as plain JSON, is what the schema models would send:
 each kind validates as its `acp.schema` model (or the 1.25 extras the pinned package lacks)
-and dumps back unchanged, so no field is misnamed, mistyped, missing or sent as null."""
+and dumps back unchanged, so no field is misnamed, mistyped, missing or sent as null; the
+plain ones also validate against the v1 JSON schema, stable and unstable (`schema_support`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 from acp.schema import SessionNotification
+from schema_support import assert_v1
 
 from acp_agent.messages import (
     CommandInfo,
@@ -110,6 +112,7 @@ def test_each_update_is_what_the_schema_models_send(name: str) -> None:
     update = session_update(EVENTS[name])
     assert update is not None
     assert canonical(update) == update
+    assert_v1({"sessionId": "s", "update": update}, "SessionNotification", closed=True)
 
 
 @pytest.mark.parametrize("name", CAPABLE_CLIENT_EVENTS)

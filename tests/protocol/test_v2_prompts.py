@@ -1,6 +1,6 @@
 """ACP v2's prompt lifecycle on an in-process agent: `session/prompt` answers `{messageId}`
 at insertion, `user_message` and `state_update` report the rest; every frame is checked
-against the v2 schema (`test_dialect.assert_v2`)."""
+against the v2 schema (`schema_support.assert_v2`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from fake_acp_client import FakeClient
-from test_dialect import V2_INITIALIZE, assert_v2
+from schema_support import assert_v2
+from test_dialect import V2_INITIALIZE
 from test_protocol_error_details import openai_compatible, write_config
 
 from acp_agent.rpc.errors import INTERNAL_ERROR, RESOURCE_NOT_FOUND
@@ -174,6 +175,47 @@ async def test_a_v2_resume_from_the_start_replays_then_marks_the_end_before_answ
     )
     assert last_update < answered
     assert "current_mode_update" not in kinds
+
+
+def _shown_messages(updates: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """What a client holds per message after applying `updates` as the v2 schema says: a
+    whole-message update replaces the content, a chunk appends to it."""
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for update in updates:
+        kind = update["sessionUpdate"]
+        if kind in ("user_message", "agent_message", "agent_thought"):
+            shown[f"{kind}/{update['messageId']}"] = list(update.get("content") or [])
+        elif kind.endswith("_chunk") and "messageId" in update:
+            key = f"{kind.removesuffix('_chunk')}/{update['messageId']}"
+            shown.setdefault(key, []).append(update["content"])
+    return shown
+
+
+async def test_a_v2_replay_to_a_client_that_saw_the_turn_shows_each_message_once(
+    connection: Connection, tmp_path: Path
+) -> None:
+    async with connection() as client:
+        session_id = await _v2_session(client, tmp_path)
+        sent = await client.call("session/prompt", _prompt(session_id, "remember me"))
+        await client.wait_for(_is_idle)
+        live = client.updates(session_id)
+        await _resume(client, session_id, tmp_path, replayFrom={"type": "start"})
+        replayed = client.updates(session_id)
+
+    _assert_all_v2(client, session_id)
+    shown = _shown_messages(live + replayed)
+    assert shown[f"user_message/{sent['messageId']}"] == [{"type": "text", "text": "remember me"}]
+    [reply] = [content for key, content in shown.items() if key.startswith("agent_message/")]
+    assert "".join(block["text"] for block in reply) == "Echo: remember me"
+    # The reset comes right before the message's first replayed chunk, once per message.
+    kinds = [u["sessionUpdate"] for u in replayed]
+    first_chunk = kinds.index("user_message_chunk")
+    assert replayed[first_chunk - 1] == {
+        "sessionUpdate": "user_message",
+        "messageId": sent["messageId"],
+        "content": [],
+    }
+    assert kinds.count("user_message") == 1
 
 
 async def test_a_v2_resume_without_replay_from_sends_its_state_and_no_marker(

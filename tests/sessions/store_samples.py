@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp_agent.messages import (
+    BackgroundChanged,
     CommandInfo,
     CommandsChanged,
     CompactionFinished,
@@ -40,6 +41,7 @@ from acp_agent.messages import (
     UserMessageChunk,
 )
 from acp_agent.sessions.records import (
+    ArchiveRecord,
     ChoiceRecord,
     CompactionRecord,
     EditorPromptRecord,
@@ -191,6 +193,9 @@ V1_RECORDS: list[Record] = [
 ]
 
 EXTRA_RECORDS: list[Record] = [
+    TitleRecord("My own name for it", chosen=True),
+    ArchiveRecord(archived=True),
+    ArchiveRecord(archived=False),
     EventRecord(CompactionStarted("cmp-1")),
     EventRecord(CompactionSummaryChunk("cmp-1", "Goals: fix café.py.")),
     EventRecord(
@@ -232,6 +237,9 @@ EXTRA_RECORDS: list[Record] = [
     UsageRecord(cost_usd=3.0, used=1, estimated=True),
     EventRecord(SubagentChanged("sess_child", "Review the parser", "running")),
     EventRecord(SubagentChanged("sess_child", "Review the parser", "idle", "end_turn")),
+    # Live only (never kept by the recorder), but it encodes like every event.
+    EventRecord(BackgroundChanged(("local-job-1",))),
+    EventRecord(ToolCallUpdated("call_9", status="cancelled", raw_output={"error": "cancelled"})),
     EditorPromptRecord("append", "Answer in French.\n\nKeep it short: «court»."),
     EditorPromptRecord("override", "You are the editor's own agent."),
     RootsRecord("/w", ("/lib", "/docs")),

@@ -222,3 +222,20 @@ def test_stray_files_are_not_sessions(store: SessionStore) -> None:
     (directory / "bad id.jsonl").write_bytes((encode(TitleRecord("x")) + "\n").encode())
     (directory / "notes.txt").write_text("hello")
     assert ids(store.list()[0]) == ["s1"]
+
+
+def test_an_amended_archive_and_title_keep_the_activity_time_and_survive_a_lost_sidecar(
+    store: SessionStore,
+) -> None:
+    from acp_agent.sessions.records import ArchiveRecord
+
+    add(store, "a", 1)
+    store.amend("a", TitleRecord("Mine", chosen=True), title="Mine")
+    store.amend("a", ArchiveRecord(archived=True), archived=True)
+    amended = store.summaries()
+    (store.sessions_dir / "a.meta.json").unlink()
+    rebuilt = store.summaries()  # from the log, with a warning
+
+    assert [(s.title, s.archived, s.updated_at) for s in amended] == [("Mine", True, at(1))]
+    assert [(s.title, s.archived) for s in rebuilt] == [("Mine", True)]
+    assert store.holder("a") is None  # the log was opened for the amendment only

@@ -96,7 +96,9 @@ async def test_output_and_exit_code_reach_the_model_and_stream_to_the_client(
         "output_truncated": False,
     }
     terminal = streams(events)
-    assert terminal[0] == TerminalStream("local-call-1", cwd=str(root))
+    command = "echo out; echo err >&2; pwd; exit 3"
+    opened = TerminalStream("local-call-1", cwd=str(root), command=command, stoppable=True)
+    assert terminal[0] == opened
     assert "".join(t.output or "" for t in terminal) == f"out\nerr\n{root}\n"
     assert terminal[-1] == TerminalStream("local-call-1", exited=True, exit_code=3)
     assert events.items[0] == ToolCallUpdated(
@@ -116,7 +118,9 @@ async def test_a_client_showing_terminal_streams_gets_the_terminal_as_content(
 
     first = events.of(ToolCallUpdated)[0]
     assert first.content == (TerminalContent("local-call-1"),)
-    assert first.terminal == TerminalStream("local-call-1", cwd=str(root))
+    assert first.terminal == TerminalStream(
+        "local-call-1", cwd=str(root), command="echo hi", stoppable=True
+    )
     assert outcome.display == (TerminalContent("local-call-1"),)
     assert outcome.model_text == "hi\n\n[exit code 0]"
 
