@@ -74,6 +74,8 @@ class AcpServer:
         )
         self._dialect: Dialect = V1
         """The connection's protocol version, chosen by `initialize` (see `dialect`)."""
+        self._spoken = False
+        """An `initialize` was negotiated: the dialect is fixed for the connection."""
         self._agent: AcpAgent | None = None
         self._client: ClientProxy | None = None
         self._v2_prompts: V2Prompts | None = None
@@ -84,8 +86,10 @@ class AcpServer:
 
     def receive_request(self, method: str, params: Any) -> Work:
         place = None
-        if method == "initialize":
+        if method == "initialize" and not self._spoken:
             # In effect as its frame is read: the next frame may be a batch, only v2 takes.
+            # A repeated `initialize` is answered as the first was: the client proxy and the
+            # agent were built for that dialect and those capabilities.
             with contextlib.suppress(RpcError):  # its work answers the error
                 self._speak(negotiate(params))
         if method == "session/prompt" and self._agent is not None:
@@ -161,6 +165,7 @@ class AcpServer:
         """Take the negotiated handshake: its dialect for the rest of the connection."""
         self._handshake = handshake
         self._dialect = dialect_for(handshake)
+        self._spoken = True
         # Batches are read before the next frame: on from the frame after `initialize`.
         self._endpoint.accept_batches = self._dialect.batches
         log.info(

@@ -231,3 +231,22 @@ async def test_a_v1_connection_still_speaks_v1(connection: Connection, tmp_path:
     assert answer["protocolVersion"] == 1 and "agentCapabilities" in answer
     assert "modes" in session and "id" in session["configOptions"][0]
     assert mode == {}
+
+
+@pytest.mark.parametrize(("first", "then"), [(V2_INITIALIZE, None), (None, V2_INITIALIZE)])
+async def test_a_repeated_initialize_keeps_the_dialect_the_connection_began_with(
+    connection: Connection, tmp_path: Path, first: Any, then: Any
+) -> None:
+    # A client that initializes again (reconnect logic, a probe) must not switch the
+    # connection's dialect under the sessions it opened.
+    async with connection() as client:
+        opened = await client.initialize(first)
+        again = await client.initialize(then)
+        session = await client.call("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+
+    assert again["protocolVersion"] == opened["protocolVersion"]
+    if opened["protocolVersion"] == 2:
+        assert_v2(again, "InitializeResponse")
+        assert "modes" not in session
+    else:
+        assert "agentCapabilities" in again and "modes" in session
