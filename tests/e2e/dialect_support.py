@@ -14,23 +14,19 @@ import asyncio
 import base64
 import json
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import jsonschema
 from acp import RequestError
 from acp.client.router import build_client_router
 from acp.connection import Connection, StreamDirection, StreamEvent
 from acp.stdio import spawn_stdio_connection
-from e2e_support import AGENT_COMMAND, REPO_ROOT, run_v2_driver
+from e2e_support import AGENT_COMMAND, run_v2_driver
+from schema_support import Dialect, Sender, assert_valid_frame
 from test_e2e_tools_sdk import ToolClient  # fs on disk, terminals as real subprocesses
 
-Dialect = Literal["v1", "v2"]
 DIALECTS: tuple[Dialect, ...] = ("v1", "v2")
-SCHEMAS = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk" / "schema"
 V1_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
 """The v1 client is an editor with its own fs and terminals; v2 has neither (the agent
 acts locally and streams its own terminals)."""
@@ -294,98 +290,20 @@ def substitute(value: Any, answers: dict[str, dict[str, Any]]) -> Any:
 # --- the schemas ---------------------------------------------------------------------------
 
 
-@cache
-def _definitions(dialect: Dialect) -> dict[str, Any]:
-    schema = json.loads((SCHEMAS / dialect / "schema.unstable.json").read_text("utf-8"))
-    definitions: dict[str, Any] = schema["$defs"]
-    return definitions
-
-
-OPEN_BRANCHES = {"other", "unknown"}
-"""Titles of the schemas' catch-all branches (values reserved for extensions and future
-versions): closed here, so a misspelt or wrong-dialect kind fails instead of passing."""
-
-
-NEWER_THAN_SCHEMA: dict[Dialect, set[str]] = {"v1": set(), "v2": {"replay_complete"}}
-"""`session/update` kinds the Preview added after the npm 2.4.0 schemas: those accept them
-only as an unknown kind, so their notifications are checked with the branches open."""
-
-
-@cache
-def _validator(
-    dialect: Dialect, definition: str, closed: bool = True
-) -> jsonschema.Draft202012Validator:
-    definitions = _definitions(dialect)
-    schema = {
-        "$ref": f"#/$defs/{definition}",
-        "$defs": _closed(definitions) if closed else definitions,
-    }
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _newer_than_schema(dialect: Dialect, params: Any) -> bool:
-    update = params.get("update") if isinstance(params, dict) else None
-    return isinstance(update, dict) and update.get("sessionUpdate") in NEWER_THAN_SCHEMA[dialect]
-
-
-def _closed(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_closed(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    closed = {key: _closed(value) for key, value in node.items()}
-    if isinstance(closed.get("anyOf"), list):
-        closed["anyOf"] = [b for b in closed["anyOf"] if b.get("title") not in OPEN_BRANCHES]
-    return closed
-
-
-def _definition(dialect: Dialect, method: str, shape: str, side: str) -> str | None:
-    """The schema's name for `method`'s `shape` (Request, Response, Notification), handled
-    on `side` (agent: the client sends it; client: the agent sends it)."""
-    for name, definition in _definitions(dialect).items():
-        handled = (definition.get("x-method"), definition.get("x-side")) == (method, side)
-        if handled and name.endswith(shape):
-            return name
-    return None
-
-
-def frame_definitions(transcript: Transcript) -> Iterator[tuple[str, str | None, Any]]:
-    """Each frame's direction, the schema definition it must match (None: the schema has
-    none) and the part of it that definition describes."""
-    methods: dict[tuple[str, Any], str] = {}  # (who asked, id) -> method
+def assert_schema_valid(transcript: Transcript) -> None:
+    """Every frame, both ways, is its exact definition in its dialect's (unstable, superset)
+    schema, catch-alls closed (`schema_support.assert_valid_frame`)."""
+    asked: dict[tuple[str, Any], str] = {}  # (who asked, id) -> method
     for line in transcript.lines:
         for direction, frame in line.items():
             if direction not in ("in", "out"):
                 continue
-            handler = "client" if direction == "in" else "agent"
-            if "method" in frame:
-                shape = "Request" if "id" in frame else "Notification"
-                if "id" in frame:
-                    methods[(direction, frame["id"])] = frame["method"]
-                name = _definition(transcript.dialect, frame["method"], shape, handler)
-                yield direction, name, frame.get("params")
-            elif "error" in frame:
-                yield direction, "Error", frame["error"]
-            else:
-                asker = "out" if direction == "in" else "in"
-                method = methods.get((asker, frame.get("id")), "?")
-                answerer = "agent" if direction == "in" else "client"
-                name = _definition(transcript.dialect, method, "Response", answerer)
-                yield direction, name, frame.get("result")
-
-
-def assert_schema_valid(transcript: Transcript) -> None:
-    """Every frame, both ways, is what its dialect's (unstable, superset) schema defines."""
-    for direction, name, value in frame_definitions(transcript):
-        assert name is not None, f"no {transcript.dialect} schema for a frame {direction}"
-        closed = not _newer_than_schema(transcript.dialect, value)
-        try:
-            _validator(transcript.dialect, name, closed).validate(value)
-        except jsonschema.ValidationError as error:
-            raise AssertionError(
-                f"{transcript.dialect} {direction} frame is not a valid {name}: {error.message}"
-                f"\n{json.dumps(value)[:2000]}"
-            ) from None
+            sender: Sender = "agent" if direction == "in" else "client"
+            if "method" in frame and "id" in frame:
+                asked[(sender, frame["id"])] = frame["method"]
+            asker = "client" if sender == "agent" else "agent"
+            answered = None if "method" in frame else asked.get((asker, frame.get("id")))
+            assert_valid_frame(transcript.dialect, frame, sender, answered)
 
 
 # --- what the user saw ---------------------------------------------------------------------

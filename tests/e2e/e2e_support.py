@@ -142,38 +142,3 @@ def _proc_state(entry: Path) -> str:
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-
-
-def unchecked_frames(
-    received: list[dict[str, Any]], sent: list[dict[str, Any]], version: int
-) -> list[str]:
-    """Validate each frame the agent sent (`received` by the client; `sent`: the client's,
-    which name the method each answer is of) against the npm SDK's unstable schema of ACP
-    `version`; returns the methods of the frames it has no definition for."""
-    import jsonschema
-
-    path = REPO_ROOT / f"node_modules/@agentclientprotocol/sdk/schema/v{version}"
-    defs = json.loads((path / "schema.unstable.json").read_text(encoding="utf-8"))["$defs"]
-    by_method: dict[tuple[str, str], str] = {}
-    for name, spec in defs.items():
-        if not isinstance(spec, dict) or "x-method" not in spec:
-            continue
-        # The agent answers the methods of its side and calls those of the client's.
-        kind = "answer" if name.endswith("Response") else "call"
-        if spec.get("x-side") == ("agent" if kind == "answer" else "client"):
-            by_method.setdefault((spec["x-method"], kind), name)
-    asked = {frame["id"]: frame["method"] for frame in sent if "method" in frame and "id" in frame}
-    unchecked = []
-    for frame in received:
-        if "method" in frame:
-            method, kind, value = frame["method"], "call", frame.get("params")
-        elif "result" in frame:
-            method, kind, value = asked.get(frame.get("id"), "?"), "answer", frame["result"]
-        else:
-            continue  # an error: its shape is JSON-RPC's
-        definition = by_method.get((method, kind))
-        if definition is None:
-            unchecked.append(method)
-            continue
-        jsonschema.validate(value, {"$ref": f"#/$defs/{definition}", "$defs": defs})
-    return unchecked

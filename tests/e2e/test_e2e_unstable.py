@@ -6,7 +6,7 @@ on one state directory (titles and archives must survive the restart).
 v1 is driven by the `agent-client-protocol` package's client (it has no typed calls for
 these, so they go through its JSON-RPC connection); v2 by the npm SDK's v2 client
 (`v2_client.mjs`, its generic `script` scenario). Every frame the agent sent is validated
-against the unstable schema of the dialect spoken (`e2e_support.unchecked_frames`).
+against the unstable schema of the dialect spoken (`schema_support.assert_frames_from_agent`).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from typing import Any
 import pytest
 from acp import RequestError
 from acp.schema import ClientCapabilities, SessionInfoUpdate
-from e2e_support import needs_v2_sdk, prompt_text, run_v2_driver, sdk_agent, unchecked_frames
+from e2e_support import needs_v2_sdk, prompt_text, run_v2_driver, sdk_agent
+from schema_support import assert_frames_from_agent
 from test_e2e_plans_sdk import PlanClient  # an editor that keeps updates, no fs or terminal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 HANG_GUARD = 30.0
-EXPECTED_UNCHECKED: set[str] = set()
-"""Methods of frames the schema has no definition for: none in these runs."""
 
 
 @pytest.fixture
@@ -114,7 +113,7 @@ async def test_the_sdk_client_titles_archives_forks_and_asks_statuses_across_a_r
     assert mode["currentValue"] == "read-only"
     assert refused.value.code == -32602 and "mode" in str(refused.value)
     assert first_run.notifications("auth/status_update") == [auth]  # the first told
-    assert not set(unchecked_frames(first_run.received, first_run.sent, 1)) - EXPECTED_UNCHECKED
+    assert_frames_from_agent("v1", first_run.received, first_run.sent)
 
     async with sdk_agent(
         PlanClient(),
@@ -137,7 +136,7 @@ async def test_the_sdk_client_titles_archives_forks_and_asks_statuses_across_a_r
     assert [s["sessionId"] for s in only["sessions"]] == [archived]
     assert all(s["archived"] is False for s in everything["sessions"])
     assert len(everything["sessions"]) == 3
-    assert not set(unchecked_frames(wire.received, wire.sent, 1)) - EXPECTED_UNCHECKED
+    assert_frames_from_agent("v1", wire.received, wire.sent)
 
 
 def _v2_script(*steps: dict[str, Any]) -> str:
@@ -233,7 +232,7 @@ async def test_the_npm_v2_client_titles_archives_forks_and_asks_statuses_across_
     [told] = [f["params"] for f in _frames(first, "in") if f.get("method") == "auth/status_update"]
     assert told["state"] == "authenticated"  # the environment's key stays after a logout
     received, sent = _frames(first, "in"), _frames(first, "out")
-    assert not set(unchecked_frames(received, sent, 2)) - EXPECTED_UNCHECKED
+    assert_frames_from_agent("v2", received, sent)
 
     again = await _run_v2(
         state_env,
@@ -251,6 +250,4 @@ async def test_the_npm_v2_client_titles_archives_forks_and_asks_statuses_across_
     assert archived not in listed
     assert [s["sessionId"] for s in got["only"]["result"]["sessions"]] == [archived]
     assert got["statusSaved"]["result"] == {"status": "saved"}
-    assert not set(unchecked_frames(_frames(again, "in"), _frames(again, "out"), 2)) - (
-        EXPECTED_UNCHECKED
-    )
+    assert_frames_from_agent("v2", _frames(again, "in"), _frames(again, "out"))

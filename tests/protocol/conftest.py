@@ -38,6 +38,8 @@ async def _connection(config_path: str | None = None) -> AsyncIterator[FakeClien
             with anyio.fail_after(TIMEOUT, shield=True):
                 await client.close()
             # serve() returns once its input ended; the reader then sees end of output.
+    # Every frame the agent sent in the block, checked against the dialect's schema.
+    assert not client.schema_problems, "\n\n".join(client.schema_problems)
 
 
 @pytest.fixture

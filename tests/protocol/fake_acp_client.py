@@ -2,7 +2,8 @@
 
 It records every frame the agent sends, answers the agent's requests (`fs/*` from disk,
 `session/request_permission` with a configurable choice) and offers helpers to send
-requests and wait for frames.
+requests and wait for frames. Every frame the agent sends is checked against the schema of
+the dialect the client asked for (`schema_problems`; `connection()` fails the test on any).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
+from schema_support import Dialect, frame_problem
 
 from acp_agent.rpc.framing import StreamSource, read_lines
 
@@ -63,15 +65,41 @@ class FakeClient:
         self.missing_files_read_empty = False
         """Answer `fs/read_text_file` of a missing file with empty content, as Toad and
         CodeCompanion do, instead of an error."""
+        self.dialect: Dialect = "v1"
+        """The dialect negotiated: that of the first `initialize` the agent answered with a
+        result (protocolVersion 2 or newer: v2, else v1); a repeated one keeps it."""
+        self._negotiated = False
+        self._initialize_dialects: dict[Any, Dialect] = {}
+        self._asked: dict[Any, str] = {}
+        """The method of each request we sent, by id: what the agent's answer must be."""
+        self.schema_problems: list[str] = []
+        """Each frame the agent sent that is not what the dialect's schema defines."""
 
     # --- sending -------------------------------------------------------------------------
 
     async def send(self, message: Any) -> None:
+        self._note_sent(message)
         await self._to_agent.send(json.dumps(message).encode() + b"\n")
 
     async def send_together(self, *messages: dict[str, Any]) -> None:
         """Several frames in one write: the agent reads them before anything else runs."""
+        for message in messages:
+            self._note_sent(message)
         await self._to_agent.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+
+    def _note_sent(self, message: Any) -> None:
+        """Remember what the agent's answers must be: the dialect asked for and the method
+        of each request (frames sent on purpose to provoke errors are ours, not checked)."""
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return
+        if _hashable(message.get("id")):
+            self._asked[message.get("id")] = message["method"]
+        if message["method"] == "initialize" and _hashable(message.get("id")):
+            params = message.get("params")
+            version = params.get("protocolVersion") if isinstance(params, dict) else None
+            # a newer version than ours is answered with our latest, 2
+            newer = isinstance(version, int) and not isinstance(version, bool) and version >= 2
+            self._initialize_dialects[message.get("id")] = "v2" if newer else "v1"
 
     def next_request(self, method: str, params: Any) -> tuple[int, dict[str, Any]]:
         """A request message and its id, to send with `send_together`."""
@@ -165,6 +193,7 @@ class FakeClient:
         async for line in read_lines(StreamSource(from_agent)):
             message = json.loads(line)
             self.frames.append(message)
+            self._check_schema(message)
             if "method" in message and "id" in message:
                 self.agent_requests.append(message)
                 self._tg.start_soon(self._answer, message)
@@ -172,6 +201,20 @@ class FakeClient:
                 self.answered_at[message["id"]] = anyio.current_time()
             self._changed.set()
             self._changed = anyio.Event()
+
+    def _check_schema(self, frame: Any) -> None:
+        if not isinstance(frame, dict):
+            self.schema_problems.append(f"not a JSON-RPC object: {frame!r}")
+            return
+        answered = None
+        if "method" not in frame and _hashable(frame.get("id")):
+            answered = self._asked.get(frame.get("id"))
+            if answered == "initialize" and "result" in frame and not self._negotiated:
+                self._negotiated = True
+                self.dialect = self._initialize_dialects.get(frame.get("id"), "v1")
+        problem = frame_problem(self.dialect, frame, "agent", answered)
+        if problem is not None:
+            self.schema_problems.append(problem)
 
     async def _answer(self, request: dict[str, Any]) -> None:
         override = self.answer_overrides.get(request["method"])
@@ -205,6 +248,10 @@ class FakeClient:
 
     def agent_requests_for(self, method: str) -> list[dict[str, Any]]:
         return [r["params"] for r in self.agent_requests if r["method"] == method]
+
+
+def _hashable(request_id: Any) -> bool:
+    return request_id is None or isinstance(request_id, (int, str, float))
 
 
 def _read_lines(params: dict[str, Any]) -> str:

@@ -341,6 +341,7 @@ async def test_authenticate_answers_while_the_agent_is_still_starting(tmp_path: 
         session_id = await client.new_session(tmp_path)  # the agent then starts as before
         await client.close()
 
+    assert not client.schema_problems, client.schema_problems
     assert result == {}
     assert error["code"] == INVALID_PARAMS and "acp-agent-config" in error["data"]["details"]
     assert session_id
