@@ -43,6 +43,7 @@ from .sessions.manager import (
     ChoiceError,
     SessionManager,
     UnknownSession,
+    Where,
 )
 from .sessions.session import QueuePlace
 from .sessions.turns import Inserted
@@ -168,11 +169,8 @@ class Agent:
     # --- session lifecycle ---------------------------------------------------------------
 
     async def new_session(self, request: SessionSetup) -> Any:
-        cwd, extra = _roots(request)
         session = await self._sessions.new(
-            cwd,
-            extra,
-            request.mcp_servers,
+            _where(request),
             editor_prompt=request.system_prompt,
             origin=request.origin,
         )
@@ -204,15 +202,9 @@ class Agent:
         """`session/load`, `resume` or `fork`: the stored session the request names, opened
         in its roots, with its servers and editor prompt."""
         assert request.session_id is not None  # their reader requires it
-        cwd, extra = _roots(request)
+        where = _where(request)
         with _session_errors():
-            return await open_stored(
-                request.session_id,
-                cwd,
-                extra,
-                request.mcp_servers,
-                editor_prompt=request.system_prompt,
-            )
+            return await open_stored(request.session_id, where, editor_prompt=request.system_prompt)
 
     async def list_sessions(self, request: ListSessions) -> Any:
         cwd = _directory("cwd", request.cwd, must_exist=False) if request.cwd else None
@@ -404,10 +396,12 @@ def _session_errors() -> Iterator[None]:
         raise RpcError(INTERNAL_ERROR, str(exc)) from None
 
 
-def _roots(request: SessionSetup) -> tuple[Path, list[Path]]:
-    return _directory("cwd", request.cwd), [
-        _directory("additionalDirectories", d) for d in request.additional_directories
-    ]
+def _where(request: SessionSetup) -> Where:
+    return Where(
+        _directory("cwd", request.cwd),
+        tuple(_directory("additionalDirectories", d) for d in request.additional_directories),
+        tuple(request.mcp_servers),
+    )
 
 
 def _directory(field: str, value: str, *, must_exist: bool = True) -> Path:

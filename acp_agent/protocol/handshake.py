@@ -88,6 +88,24 @@ def parse_initialize(params: Any) -> Handshake:
     )
 
 
+def session_markers() -> dict[str, Any]:
+    """The session methods past the baseline that both dialects route, as their markers (v1
+    `sessionCapabilities`, v2 `capabilities.session`). `fork` is unstable in both schemas,
+    advertised the way `schema.unstable.json` says; unstable too: `session/set_title`,
+    `archive`/`unarchive` (and the list's `archived` filter), `session/status`
+    (`session_meta`)."""
+    return {
+        "delete": {},
+        "additionalDirectories": {},
+        "fork": {},
+        "title": {},
+        "archive": {},
+        "status": {},
+        # The editor's system prompt: appended to ours, or in place of our default.
+        "systemPrompt": {"mode": {"override": {}}},
+    }
+
+
 def initialize_response(handshake: Handshake) -> dict[str, Any]:
     """Our v1 answer, to a client asking 1 or less (`dialect` answers 2 and more in v2)."""
     return {
@@ -102,22 +120,12 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
             "auth": {"logout": {}, "status": {}},
             # Unstable: `providers/list|set|disable` (the editor routes our LLM traffic).
             "providers": {},
-            # Exactly what the method table routes; `fork` is unstable in the schema and
-            # advertised the way `schema.unstable.json` says (`sessionCapabilities.fork`).
+            # Exactly what the method table routes.
             "sessionCapabilities": {
                 "list": {},
                 "resume": {},
                 "close": {},
-                "delete": {},
-                "additionalDirectories": {},
-                "fork": {},
-                # Unstable too: `session/set_title`, `archive`/`unarchive` (and the list's
-                # `archived` filter), `session/status` (`session_meta`).
-                "title": {},
-                "archive": {},
-                "status": {},
-                # The editor's system prompt: appended to ours, or in place of our default.
-                "systemPrompt": {"mode": {"override": {}}},
+                **session_markers(),
             },
         },
         "authMethods": auth_methods(handshake.client),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
-from .handshake import AGENT_NAME, ClientCapabilities, Handshake, auth_methods
+from .handshake import AGENT_NAME, ClientCapabilities, Handshake, auth_methods, session_markers
 
 V2 = 2
 
@@ -54,14 +54,7 @@ def initialize_response(handshake: Handshake) -> dict[str, Any]:
                 # v2 dropped SSE from the wire; the bridge still speaks it to v1 clients.
                 # `acp` (unstable): MCP over ACP, servers the editor hosts (`mcp/message`).
                 "mcp": {"stdio": {}, "http": {}, "acp": {}},
-                "delete": {},
-                "additionalDirectories": {},
-                # Unstable in the v2 schema, as in v1 (`session_meta`).
-                "fork": {},
-                "title": {},
-                "archive": {},
-                "status": {},
-                "systemPrompt": {"mode": {"override": {}}},
+                **session_markers(),
             },
             # Unstable: `providers/list|set|disable`.
             "providers": {},

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..config import AgentConfig
@@ -210,46 +210,46 @@ class SlashCommands:
     async def _model(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/model` lists the models, `/model provider/model` switches; no model call. An
         unknown model is answered with the list, as a reply: the prompt did not fail."""
-        listed = "\n".join(
-            f"- {choice}{'  (current)' if choice == entry.session.model_choice else ''}"
+        listed = _marked(
+            (choice, choice == entry.session.model_choice)
             for choice, _, _ in self.config.model_choices()
         )
         listing = f"Models:\n{listed}\n\nSwitch with /model provider/model."
-        if not await self._switch(entry, MODEL, argument, listing):
-            return PromptOutcome("end_turn")
-        await self._reply(entry, f"Model set to {argument}.")
-        return PromptOutcome("end_turn", choices_changed=True)
+        return await self._switch(
+            entry, MODEL, argument, listing, lambda: f"Model set to {argument}."
+        )
 
     async def _mode(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/mode` lists the modes, `/mode id` switches (from the next tool call, also in a
         running turn); an unknown mode is answered with the list."""
         session = entry.session
-        listed = "\n".join(
-            f"- {mode.id}: {mode.description}{'  (current)' if mode.id == session.mode else ''}"
-            for mode in MODES
+        listed = _marked(
+            (f"{mode.id}: {mode.description}", mode.id == session.mode) for mode in MODES
         )
         listing = f"Modes:\n{listed}\n\nSwitch with /mode id."
-        if not await self._switch(entry, MODE, argument, listing):
-            return PromptOutcome("end_turn")
-        name = next(mode.name for mode in MODES if mode.id == session.mode)
-        await self._reply(entry, f"Mode set to {name} ({session.mode}).")
-        return PromptOutcome("end_turn", choices_changed=True, mode_changed=True)
 
-    async def _switch(self, entry: Live, option: str, value: str, listing: str) -> bool:
-        """Set the session's `option` to the `value` typed: True when it is set. Without a
-        value, or for one not offered, the user is answered with `listing` (a reply: the
+        def confirmation() -> str:
+            name = next(mode.name for mode in MODES if mode.id == session.mode)
+            return f"Mode set to {name} ({session.mode})."
+
+        return await self._switch(entry, MODE, argument, listing, confirmation)
+
+    async def _switch(
+        self, entry: Live, option: str, value: str, listing: str, confirmation: Callable[[], str]
+    ) -> PromptOutcome:
+        """Set the session's `option` to the `value` typed and reply `confirmation()`. Without
+        a value, or for one not offered, the user is answered with `listing` (a reply: the
         prompt did not fail)."""
         if not value:
-            await self._reply(entry, listing)
-            return False
+            return await self._reply(entry, listing)
         try:
             self.choices.choose(entry, option, value)
         except ChoiceError:
-            await self._reply(
+            return await self._reply(
                 entry, f"There is no {option.replace('_', ' ')} {value!r}.\n\n{listing}"
             )
-            return False
-        return True
+        await self._reply(entry, confirmation())
+        return PromptOutcome("end_turn", choices_changed=True, mode_changed=option == MODE)
 
     async def _think(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         """`/think` lists the thought levels, `/think level` sets it (from the next model
@@ -260,14 +260,11 @@ class SlashCommands:
             return await self._reply(
                 entry, f"{session.model_choice} does not reason: it has no thought levels."
             )
-        listed = "\n".join(
-            f"- {level}{'  (current)' if level == current else ''}" for level in THOUGHT_LEVELS
-        )
+        listed = _marked((level, level == current) for level in THOUGHT_LEVELS)
         listing = f"Thought levels:\n{listed}\n\nSet one with /think level."
-        if not await self._switch(entry, THOUGHT_LEVEL, argument, listing):
-            return PromptOutcome("end_turn")
-        await self._reply(entry, f"Thought level set to {argument}.")
-        return PromptOutcome("end_turn", choices_changed=True)
+        return await self._switch(
+            entry, THOUGHT_LEVEL, argument, listing, lambda: f"Thought level set to {argument}."
+        )
 
     async def _mcp(self, entry: Live, argument: str, place: QueuePlace) -> PromptOutcome:
         return await self._reply(entry, self.servers.describe(entry.session.id))
@@ -343,6 +340,11 @@ class SlashCommands:
         entry.writer.append(EventRecord(reply))
         await self.link.channel(entry.session.id).emit(reply)
         return PromptOutcome("end_turn")
+
+
+def _marked(rows: Iterable[tuple[str, bool]]) -> str:
+    """A bulleted list of what may be chosen, the current one marked."""
+    return "\n".join(f"- {row}{'  (current)' if current else ''}" for row, current in rows)
 
 
 def slash_command(message: Message) -> tuple[str, str] | None:

@@ -31,7 +31,7 @@ from ..messages import (
 )
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink
-from .choices import Choices
+from .choices import MODEL, Choices
 from .errors import ChoiceError, SessionNotFound, UnknownSession
 from .live import Live, LiveSessions
 from .records import (
@@ -74,13 +74,13 @@ class SessionState:
 
 
 @dataclass(frozen=True, slots=True)
-class _Where:
+class Where:
     """Where a request opens a session: its working directory, the other roots, and the
     MCP servers the editor gives it."""
 
     cwd: Path
-    additional_roots: tuple[Path, ...]
-    mcp_servers: tuple[McpServerSpec, ...]
+    additional_roots: tuple[Path, ...] = ()
+    mcp_servers: tuple[McpServerSpec, ...] = ()
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -108,15 +108,12 @@ class Lifecycle:
 
     async def new(
         self,
-        cwd: Path,
-        additional_roots: Sequence[Path] = (),
-        mcp_servers: Sequence[McpServerSpec] = (),
+        where: Where,
         *,
         editor_prompt: EditorPrompt | None = None,
         origin: str | None = None,
     ) -> Session:
         """`origin`: what opened it, kept in its header (`ORIGIN_RUN` for `acp-agent run`)."""
-        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         session = self._session(f"sess_{uuid.uuid4().hex}", where)
         header = _header(session.id, where, origin=origin)
         entry = Live(session, self.store.create(header), where.mcp_servers)
@@ -125,16 +122,14 @@ class Lifecycle:
         entry.writer.append(_roots_record(session))
         _keep_editor_prompt(entry, editor_prompt)
         entry.mark_fresh()  # what it holds now is what every new session holds
-        log.info("session %s in %s using %s", session.id, cwd, session.model_choice)
+        log.info("session %s in %s using %s", session.id, where.cwd, session.model_choice)
         await self._go_live(entry)
         return session
 
     async def reopen(
         self,
         session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path] = (),
-        mcp_servers: Sequence[McpServerSpec] = (),
+        where: Where,
         *,
         replay_history: bool,
         editor_prompt: EditorPrompt | None = None,
@@ -144,7 +139,6 @@ class Lifecycle:
         stored one stays). A session that is live already is taken as it is.
         `replay_history`: the user is shown its whole conversation first (through the
         session's channel)."""
-        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         session = await self._open(session_id, where)
         _keep_editor_prompt(self.get(session.id), editor_prompt)
         with self.live.using(session.id):
@@ -158,20 +152,19 @@ class Lifecycle:
     async def fork(
         self,
         session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path] = (),
-        mcp_servers: Sequence[McpServerSpec] = (),
+        where: Where,
         *,
         editor_prompt: EditorPrompt | None = None,
+        choices: Sequence[tuple[str, str]] = (),
     ) -> Session:
         """A new session holding a copy of the stored one's conversation (and its editor
         prompt, unless the request gives one); the original is left as it was (and may be
-        open in another process meanwhile)."""
+        open in another process meanwhile). The copy takes `choices` (option, value); one
+        it cannot take is a `ChoiceError` naming the option, and the copy is gone again."""
         source = self.live.get(session_id)
         if source is not None and source.session.busy:
             # Its running turn writes on; the copy takes what is written so far.
             log.info("forking %s while a turn runs", session_id)
-        where = _Where(cwd, tuple(additional_roots), tuple(mcp_servers))
         fork_id = f"sess_{uuid.uuid4().hex}"
         try:
             fork_log = self.store.fork(session_id, _header(fork_id, where, forked_from=session_id))
@@ -184,7 +177,20 @@ class Lifecycle:
         _close_open_tool_calls(entry, records)
         _keep_editor_prompt(entry, editor_prompt)
         await self._go_live(entry)
+        try:
+            self._choose_all(entry, choices)
+        except Exception:  # nothing forked, as far as the client can tell
+            await self.delete(fork_id)
+            raise
         return entry.session
+
+    def _choose_all(self, entry: Live, choices: Sequence[tuple[str, str]]) -> None:
+        # The model first, as the thought levels offered depend on it.
+        for option, value in sorted(choices, key=lambda choice: choice[0] != MODEL):
+            try:
+                self.choices.choose(entry, option, value)
+            except ChoiceError as exc:
+                raise ChoiceError(f"configOptions: {option}: {exc}") from None
 
     def summaries(
         self,
@@ -282,7 +288,7 @@ class Lifecycle:
         parked = self.live.parked(session_id)
         if parked is None:
             raise UnknownSession(session_id)
-        where = _Where(parked.cwd, parked.additional_roots, parked.mcp_servers)
+        where = Where(parked.cwd, parked.additional_roots, parked.mcp_servers)
         return await self._from_store(session_id, where, again=True)
 
     async def close(self, session_id: str) -> None:
@@ -338,7 +344,7 @@ class Lifecycle:
 
     # --- opening from the store ----------------------------------------------------------
 
-    async def _open(self, session_id: str, where: _Where) -> Session:
+    async def _open(self, session_id: str, where: Where) -> Session:
         """The session live in these roots: as it is, or from the store."""
         entry = self.live.get(session_id)
         if entry is None:
@@ -353,7 +359,7 @@ class Lifecycle:
             entry.writer.append(_roots_record(session))
         return session
 
-    async def _from_store(self, session_id: str, where: _Where, *, again: bool = False) -> Live:
+    async def _from_store(self, session_id: str, where: Where, *, again: bool = False) -> Live:
         """The stored session opened in this process (once, however many requests ask at
         the same time; it is live only once it is ready, so they run in their order).
         `again`: it was let go, and comes back as it was, with its servers, unasked."""
@@ -368,7 +374,7 @@ class Lifecycle:
             del self._opening[session_id]
             done.set()
 
-    async def _restore(self, session_id: str, where: _Where, again: bool) -> Live:
+    async def _restore(self, session_id: str, where: Where, again: bool) -> Live:
         parked = self.live.parked(session_id)
         if parked is not None:
             await parked.closed.wait()  # its log is ours to open once it is closed
@@ -425,7 +431,7 @@ class Lifecycle:
             raise UnknownSession(session_id) from None
 
     def _session(
-        self, session_id: str, where: _Where, stored: StoredSession | None = None
+        self, session_id: str, where: Where, stored: StoredSession | None = None
     ) -> Session:
         session = Session(
             id=session_id,
@@ -491,7 +497,7 @@ def _close_open_tool_calls(entry: Live, records: Sequence[Any]) -> None:
 
 def _header(
     session_id: str,
-    where: _Where,
+    where: Where,
     *,
     forked_from: str | None = None,
     origin: str | None = None,

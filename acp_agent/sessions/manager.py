@@ -14,15 +14,12 @@ entry in `live.py`, and the parts write to it through that entry.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyio.abc import TaskGroup
 
 from ..config import NO_INSTRUCTIONS_ENV_VAR, AgentConfig
-from ..mcp_bridge import McpServerSpec
-from ..messages import EditorPrompt, Message
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder
 from ..tools import Tool, builtin_tools
@@ -30,16 +27,16 @@ from .channel import EditorLink
 from .choices import MODE, MODEL, THOUGHT_LEVEL, THOUGHT_LEVELS, Choices
 from .commands import PromptOutcome, SlashCommands
 from .errors import ChoiceError, UnknownSession
-from .lifecycle import CLOSE_SECONDS, INTERRUPTED_RESULT, Lifecycle
+from .lifecycle import CLOSE_SECONDS, INTERRUPTED_RESULT, Lifecycle, Where
 from .live import LiveSessions
 from .prepared import Prepared, PreparedMapping
 from .project import ProjectKnowledge
 from .queue import PromptQueue
 from .servers import McpServers
-from .session import QueuePlace, Session
+from .session import Session
 from .store import SessionStore
 from .subagents import Subagents
-from .turns import Inserted, TurnRunner
+from .turns import TurnRunner
 
 
 class SessionManager:
@@ -101,9 +98,12 @@ class SessionManager:
             encoder=self._encoder.get,
         )
         subagents.attach(self._lifecycle)
-        self._queue = PromptQueue(live, self._lifecycle, self._servers, self._commands, runner)
+        self._queue = PromptQueue(
+            live, self._lifecycle, self._servers, self._commands, runner, self._prepared
+        )
         # The methods that are one part's, as they are.
         self.new = self._lifecycle.new
+        self.fork = self._lifecycle.fork
         # A load is a resume that shows the user the conversation first.
         self.load = functools.partial(self._lifecycle.reopen, replay_history=True)
         self.resume = functools.partial(self._lifecycle.reopen, replay_history=False)
@@ -115,6 +115,9 @@ class SessionManager:
         self.close = self._lifecycle.close
         self.delete = self._lifecycle.delete
         self.queue_prompt = self._queue.take_place
+        # `inserted`: see `turns.Inserted` (not called for a slash command). A `place`
+        # handed in is the caller's to release once the prompt has ended.
+        self.prompt = self._queue.prompt
         self.cancel = self._queue.cancel
         self.cancel_all = self._queue.cancel_all
         self.thought_level = self._choices.thought_level
@@ -134,34 +137,6 @@ class SessionManager:
         and choose their model then)."""
         return [entry.session for entry in self._live]
 
-    async def fork(
-        self,
-        session_id: str,
-        cwd: Path,
-        additional_roots: Sequence[Path] = (),
-        mcp_servers: Sequence[McpServerSpec] = (),
-        *,
-        editor_prompt: EditorPrompt | None = None,
-        choices: Sequence[tuple[str, str]] = (),
-    ) -> Session:
-        """A copy of the stored session (see `Lifecycle.fork`) taking `choices` (option,
-        value; the model first, as the thought levels offered depend on it). A choice it
-        cannot take is a `ChoiceError` naming the option, and the copy is gone again."""
-        session = await self._lifecycle.fork(
-            session_id, cwd, additional_roots, mcp_servers, editor_prompt=editor_prompt
-        )
-        entry = self._lifecycle.get(session.id)
-        try:
-            for option, value in sorted(choices, key=lambda choice: choice[0] != MODEL):
-                try:
-                    self._choices.choose(entry, option, value)
-                except ChoiceError as exc:
-                    raise ChoiceError(f"configOptions: {option}: {exc}") from None
-        except Exception:  # nothing forked, as far as the client can tell
-            await self._lifecycle.delete(session.id)
-            raise
-        return session
-
     async def choose(self, session_id: str, option: str, value: str) -> Session:
         """Set one of the session's choices; it applies from the next model request (model,
         thought level) or tool call (mode), also in a running turn."""
@@ -169,19 +144,11 @@ class SessionManager:
         self._choices.choose(entry, option, value)
         return entry.session
 
-    async def prompt(
-        self,
-        session_id: str,
-        message: Message,
-        place: QueuePlace | None = None,
-        inserted: Inserted | None = None,
-    ) -> PromptOutcome:
-        """Run a prompt (or slash command) in its place, once what turns need is built;
-        `inserted`: see `turns.Inserted` (not called for a slash command). A `place`
-        handed in is the caller's to release once the prompt has ended."""
+    async def _prepared(self) -> None:
+        """What a prompt (or slash command) waits for: the tools and the token encoder, built
+        after the first session's answer (`announce_commands`)."""
         await self._tools.ready()
         await self._encoder.ready()
-        return await self._queue.prompt(session_id, message, place, inserted)
 
     async def announce_commands(self, session_id: str) -> None:
         """Tell the editor the session's commands, then what its servers did meanwhile
@@ -212,4 +179,5 @@ __all__ = [
     "PromptOutcome",
     "SessionManager",
     "UnknownSession",
+    "Where",
 ]

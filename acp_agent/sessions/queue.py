@@ -8,6 +8,7 @@ let go, beside it in `live.py`, so a prompt keeps its place and a cancel its rea
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..messages import Message
@@ -30,6 +31,8 @@ class PromptQueue:
     servers: McpServers
     commands: SlashCommands
     runner: TurnRunner
+    prepared: Callable[[], Awaitable[None]]
+    """Waits for what turns need, built after the first session's answer."""
 
     def take_place(self, session_id: str) -> QueuePlace | None:
         """Called as a prompt's frame is read: its place in its session's queue, or None
@@ -50,6 +53,7 @@ class PromptQueue:
         """Run the prompt in its `place`: the next prompt of the session runs once the
         place is released, which is the caller's part. Without one, it takes a place now
         and releases it itself."""
+        await self.prepared()
         entry = await self.lifecycle.use(session_id)
         if place is not None:
             return await self._prompt(entry, message, place, inserted)

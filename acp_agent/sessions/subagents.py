@@ -39,6 +39,7 @@ from ..providers import ProviderError
 from ..tools import Decision, Delegation, PermissionQuestion, ToolContext, ToolFailed
 from ..tools.base import ToolOutcome
 from .channel import EditorLink, SessionChannel
+from .lifecycle import Where
 from .records import ChoiceRecord
 from .session import Session
 
@@ -137,7 +138,7 @@ class Subagents:
             allowed = frozenset(task.tools)
         assert self._lifecycle is not None
         child = await self._lifecycle.new(
-            parent.cwd, parent.additional_roots, editor_prompt=parent.editor_prompt
+            Where(parent.cwd, parent.additional_roots), editor_prompt=parent.editor_prompt
         )
         child.parent_id, child.depth, child.allowed_tools = parent.id, parent.depth + 1, allowed
         child.model_choice, child.mode = choice, parent.mode

@@ -35,13 +35,7 @@ from ..messages import BackgroundChanged, TerminalStream, TextPart, ToolCallUpda
 from ._job_table import Job, JobEnd, JobRead, JobTable, Where, short_command
 from ._text import cut_middle, fenced
 from .base import Editor, Tool, ToolContext, ToolFailed, ToolOutcome, ToolParams
-from .local import (
-    DRAIN_SECONDS,
-    TERMINATE_GRACE_SECONDS,
-    open_command,
-    signal_group,
-    terminate_group,
-)
+from .local import open_command, supervise, terminate_group
 
 log = logging.getLogger(__name__)
 
@@ -335,27 +329,14 @@ async def _watch_local(
     job: Job, process: anyio.abc.Process, time_limit: float | None, display: _JobDisplay | None
 ) -> None:
     """Copy the output into the job until the command ends, then end what it left behind."""
+
+    async def pump(drained: anyio.Event) -> None:
+        await _pump(process, job, drained, display)
+
     timed_out = False
     try:
-        async with anyio.create_task_group() as group:
-            drained = anyio.Event()
-            group.start_soon(_pump, process, job, drained, display)
-            with anyio.move_on_after(math.inf if time_limit is None else time_limit) as limit:
-                await process.wait()
-            if limit.cancelled_caught:
-                timed_out = True
-                await terminate_group(process)
-            with anyio.move_on_after(DRAIN_SECONDS):
-                await drained.wait()
-            signal_group(process, signal.SIGKILL)  # what it left in its group ends with it
-            group.cancel_scope.cancel()
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await terminate_group(process)
-        raise
+        timed_out = await supervise(process, pump, math.inf if time_limit is None else time_limit)
     finally:
-        with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
-            await process.aclose()
         end = _local_end(process.returncode, job.stop_requested, timed_out)
         job.finish(replace(end, by_user=job.stopped_by_user))
         if display is not None:
@@ -428,7 +409,7 @@ class _TerminalFeed:
             log.warning("terminal %s of %s: %s", tid, job.id, exc)
         except BaseException:
             with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-                await _quietly("kill", editor.kill_terminal(tid))
+                await clean_up_quietly("kill", editor.kill_terminal(tid))
             raise
         finally:
             with anyio.CancelScope(shield=True):
@@ -437,7 +418,7 @@ class _TerminalFeed:
                 with anyio.move_on_after(CLEANUP_SECONDS):
                     async with self._lock:
                         self._released = True
-                        await _quietly("release", editor.release_terminal(tid))
+                        await clean_up_quietly("release", editor.release_terminal(tid))
             end = self._last_exit or JobEnd(None, None)
             job.finish(
                 JobEnd(end.exit_code, end.signal, killed=job.stop_requested, timed_out=timed_out)
@@ -447,7 +428,7 @@ class _TerminalFeed:
         async with self._lock:
             if not self._released:
                 with anyio.move_on_after(CLEANUP_SECONDS):
-                    await _quietly("kill", self._editor.kill_terminal(self._terminal_id))
+                    await clean_up_quietly("kill", self._editor.kill_terminal(self._terminal_id))
 
     async def refresh(self) -> None:
         async with self._lock:
@@ -497,8 +478,9 @@ def _overlap(before: str, after: str) -> int:
     return matched
 
 
-async def _quietly(what: str, call: Awaitable[None]) -> None:
-    """Await a cleanup call; its failure must not hide why we are cleaning up."""
+async def clean_up_quietly(what: str, call: Awaitable[None]) -> None:
+    """Await a terminal cleanup call (kill, release); its failure must not hide why we are
+    cleaning up."""
     try:
         await call
     except Exception as exc:
@@ -510,6 +492,7 @@ __all__ = [
     "JobKill",
     "JobOutput",
     "JobOutputParams",
+    "clean_up_quietly",
     "find_job",
     "job_group",
     "start_local_job",

@@ -18,9 +18,10 @@ import os
 import signal
 import subprocess
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -180,11 +181,41 @@ async def run_local_command(
     """
     capture = OutputCapture(head_bytes, tail_bytes)
     process = await open_command(argv, cwd=cwd, env=env, base_env=base_env)
+
+    async def pump(reader_done: anyio.Event) -> None:
+        await _pump(process, capture, on_output, stream_limit, reader_done)
+
+    timed_out = await supervise(process, pump, time_limit, stop)
+    code = process.returncode
+    return CommandResult(
+        output=capture.text(),
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=_signal_name(-code) if code is not None and code < 0 else None,
+        timed_out=timed_out,
+        total_bytes=capture.total,
+        omitted_bytes=capture.omitted,
+    )
+
+
+OutputPump = Callable[[anyio.Event], Coroutine[Any, Any, None]]
+"""Reads a process's output until its pipe closes, then sets the event it is given."""
+
+
+async def supervise(
+    process: anyio.abc.Process,
+    pump: OutputPump,
+    time_limit: float,
+    stop: anyio.Event | None = None,
+) -> bool:
+    """Wait for `process` (its own group) while `pump` reads its output; True when
+    `time_limit` ended it. Once `stop` is set, or on cancellation, the group is terminated;
+    what the command leaves behind in its group is ended once it exits; the process is
+    always closed."""
     timed_out = False
     try:
         async with anyio.create_task_group() as group:
             reader_done = anyio.Event()
-            group.start_soon(_pump, process, capture, on_output, stream_limit, reader_done)
+            group.start_soon(pump, reader_done)
             if stop is not None:
                 group.start_soon(_terminate_when, stop, process)
             with anyio.move_on_after(time_limit) as deadline:
@@ -206,15 +237,7 @@ async def run_local_command(
         # Bounded: a process stuck in the kernel must not hang the turn.
         with anyio.move_on_after(TERMINATE_GRACE_SECONDS, shield=True):
             await process.aclose()
-    code = process.returncode
-    return CommandResult(
-        output=capture.text(),
-        exit_code=code if code is not None and code >= 0 else None,
-        signal=_signal_name(-code) if code is not None and code < 0 else None,
-        timed_out=timed_out,
-        total_bytes=capture.total,
-        omitted_bytes=capture.omitted,
-    )
+    return timed_out
 
 
 async def _terminate_when(stop: anyio.Event, process: anyio.abc.Process) -> None:

@@ -28,9 +28,7 @@ then on (its editor terminal is released only when it ends).
 from __future__ import annotations
 
 import contextlib
-import logging
 import uuid
-from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -57,10 +55,14 @@ from .base import (
     ToolOutcome,
     ToolParams,
 )
-from .jobs import job_group, start_local_job, start_terminal_job, started_outcome
+from .jobs import (
+    clean_up_quietly,
+    job_group,
+    start_local_job,
+    start_terminal_job,
+    started_outcome,
+)
 from .local import run_local_command
-
-log = logging.getLogger(__name__)
 
 MAX_TIMEOUT_SECONDS = 1800.0
 OUTPUT_BYTE_LIMIT = 64 * 1024
@@ -256,13 +258,13 @@ async def _run_in_editor(command: str, cwd: Path, time_limit: float, ctx: ToolCo
         result = await editor.terminal_output(terminal_id)
     except anyio.get_cancelled_exc_class():
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await _quietly("kill", editor.kill_terminal(terminal_id))
+            await clean_up_quietly("kill", editor.kill_terminal(terminal_id))
         raise
     finally:
         # Release frees the client's terminal (and kills it if it still runs), whatever
         # ended the wait.
         with anyio.move_on_after(CLEANUP_SECONDS, shield=True):
-            await _quietly("release", editor.release_terminal(terminal_id))
+            await clean_up_quietly("release", editor.release_terminal(terminal_id))
     notice = None
     if result.truncated:
         notice = f"the editor kept only the last {OUTPUT_BYTE_LIMIT // 1024} KiB of the output"
@@ -349,24 +351,16 @@ class _TerminalCreation:
 
     async def _dispose(self, terminal_id: str) -> None:
         with anyio.move_on_after(CLEANUP_SECONDS):
-            await _quietly("kill", self._editor.kill_terminal(terminal_id))
-            await _quietly("release", self._editor.release_terminal(terminal_id))
+            await clean_up_quietly("kill", self._editor.kill_terminal(terminal_id))
+            await clean_up_quietly("release", self._editor.release_terminal(terminal_id))
 
 
 async def _kill_after_timeout(ctx: ToolContext, terminal_id: str) -> TerminalExit | None:
     """Kill the timed-out command and wait briefly for its exit status."""
-    await _quietly("kill", ctx.editor.kill_terminal(terminal_id))
+    await clean_up_quietly("kill", ctx.editor.kill_terminal(terminal_id))
     with anyio.move_on_after(CLEANUP_SECONDS), contextlib.suppress(ToolFailed):
         return await ctx.editor.wait_for_terminal_exit(terminal_id)
     return None
-
-
-async def _quietly(what: str, call: Awaitable[None]) -> None:
-    """Await a cleanup call; its failure must not hide why we are cleaning up."""
-    try:
-        await call
-    except Exception as exc:
-        log.warning("terminal %s failed: %s", what, exc)
 
 
 # --- local subprocess ----------------------------------------------------------------------
