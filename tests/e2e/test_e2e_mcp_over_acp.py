@@ -32,8 +32,11 @@ from mcp_e2e import (
 
 CLIENT = Path(__file__).with_name("mcp_over_acp_client.mjs")
 SDK = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk"
-HANG_GUARD = 60.0
+HANG_GUARD = 90.0
 """Seconds before the whole exchange is called a hang (two Python processes start)."""
+CONNECT_SECONDS = 60.0
+"""The editor's server starts a Python process that imports the MCP SDK: seconds on a
+loaded machine, past the default `mcp_connect_timeout` of 5 s."""
 
 pytestmark = [
     pytest.mark.e2e,
@@ -54,7 +57,7 @@ def editor_session(
     **options: Any,
 ) -> dict[str, Any]:
     """Run the editor client through `prompts`; what it saw (see the script's header)."""
-    config = write_config(tmp_path / "agent.toml", fake.base_url)
+    config = write_config(tmp_path / "agent.toml", fake.base_url, connect_timeout=CONNECT_SECONDS)
     spec = {
         "agent": [*AGENT_COMMAND, "--config", str(config)],
         "cwd": str(workspace),
