@@ -33,6 +33,40 @@ needs_v2_sdk = pytest.mark.skipif(
 )
 
 
+class FrameRecorder:
+    """An observer of the SDK connection: every frame that crossed the pipe, by side (as
+    dialect_support's `_V1Run` records its script's)."""
+
+    def __init__(self) -> None:
+        self.from_agent: list[dict[str, Any]] = []
+        self.from_client: list[dict[str, Any]] = []
+
+    def observe(self, event: Any) -> None:
+        from acp.connection import StreamDirection
+
+        incoming = event.direction == StreamDirection.INCOMING
+        (self.from_agent if incoming else self.from_client).append(event.message)
+
+
+@asynccontextmanager
+async def checked_agent_process(
+    client: Any, *command: str, observers: list[Any] | None = None, **kwargs: Any
+) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
+    """`acp.spawn_agent_process`, and once the connection closes every frame the agent
+    sent is checked against the v1 schema (`schema_support.assert_frames_from_agent`):
+    the test fails naming the first frame that is not what its definition says."""
+    from acp import spawn_agent_process
+    from schema_support import assert_frames_from_agent
+
+    recorder = FrameRecorder()
+    async with spawn_agent_process(
+        client, *command, observers=[recorder.observe, *(observers or [])], **kwargs
+    ) as (conn, process):
+        yield conn, process
+    # only reached when the test's own block passed: its failure stays the one shown
+    assert_frames_from_agent("v1", recorder.from_agent, recorder.from_client)
+
+
 @asynccontextmanager
 async def sdk_agent(
     client: Any,
@@ -47,11 +81,10 @@ async def sdk_agent(
     """`python -m acp_agent` driven by the `agent-client-protocol` client, `initialize`d
     as v1 with `capabilities`; yields the connection, the process and the answer. The
     agent's stderr is appended to `stderr_path` (shown when a test fails)."""
-    from acp import spawn_agent_process
     from acp.schema import Implementation
 
     with stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             client, *AGENT_COMMAND, env=env, cwd=cwd, transport_kwargs={"stderr": stderr}
         ) as (conn, process):
             answer = await asyncio.wait_for(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import text_block
 from acp.schema import (
     AcceptElicitationResponse,
     AgentMessageChunk,
@@ -31,7 +31,7 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
-from e2e_support import AGENT_COMMAND, REPO_ROOT
+from e2e_support import AGENT_COMMAND, REPO_ROOT, checked_agent_process
 from fake_llm import FakeLLM
 
 pytestmark = [pytest.mark.e2e]
@@ -86,7 +86,7 @@ async def ask(tmp_path: Path, answer: Any, *, elicitation: bool = True) -> tuple
         else None,
     )
     with (tmp_path / "agent-stderr.log").open("ab") as stderr:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             client,
             *AGENT_COMMAND,
             env=echo_env(tmp_path),

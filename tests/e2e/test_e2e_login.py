@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import text_block
 from acp.schema import ClientCapabilities, Implementation
-from e2e_support import AGENT_COMMAND, E2E_DIR, MODEL
+from e2e_support import AGENT_COMMAND, E2E_DIR, MODEL, checked_agent_process
 from fake_anthropic import FakeAnthropic
 from fake_llm import FakeLLM
 
@@ -185,7 +185,7 @@ class QuietClient:
 
 
 async def _initialize_only(env: dict[str, str]) -> dict[str, Any]:
-    async with spawn_agent_process(
+    async with checked_agent_process(
         QuietClient(), *AGENT_COMMAND, env=env, transport_kwargs={"stderr": subprocess.DEVNULL}
     ) as (conn, _process):
         response = await asyncio.wait_for(_zed_handshake(conn), HANG_GUARD)
@@ -209,7 +209,7 @@ async def test_the_agent_uses_the_stored_key_and_never_writes_it_down(
     assert login(env, KEY + "\n").returncode == 0
     log_file = tmp_path / "agent.log"
     client = QuietClient()
-    async with spawn_agent_process(
+    async with checked_agent_process(
         client,
         *AGENT_COMMAND,
         "--log-level",

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import spawn_agent_process, text_block
+from acp import text_block
 from acp.schema import (
     AcceptElicitationResponse,
     AgentMessageChunk,
@@ -44,7 +44,7 @@ from acp.schema import (
     ToolCallStart,
     ToolCallUpdate,
 )
-from e2e_support import AGENT_COMMAND, children_of, is_alive, needs_proc
+from e2e_support import AGENT_COMMAND, checked_agent_process, children_of, is_alive, needs_proc
 from fake_llm import FakeLLM, message_text
 from mcp_e2e import (
     MARK,
@@ -190,7 +190,7 @@ async def running_agent(
         ),
     )
     with stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             client,
             *AGENT_COMMAND,
             "--config",

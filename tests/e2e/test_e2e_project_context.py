@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, text_block
 from acp.schema import (
     AgentMessageChunk,
     AvailableCommandsUpdate,
     ClientCapabilities,
     Implementation,
 )
-from e2e_support import AGENT_COMMAND
+from e2e_support import AGENT_COMMAND, checked_agent_process
 from fake_llm import FakeLLM, last_user_text, message_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -89,7 +89,7 @@ async def editor_session(
 ) -> AsyncIterator[tuple[Any, Editor]]:
     editor = Editor()
     with stderr.open("ab") as err:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             editor, *AGENT_COMMAND, env=env, cwd=cwd, transport_kwargs={"stderr": err}
         ) as (conn, _):
             answer = await asyncio.wait_for(

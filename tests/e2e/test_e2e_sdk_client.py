@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, text_block
 from acp.schema import (
     AgentMessageChunk,
     AllowedOutcome,
@@ -34,6 +34,7 @@ from e2e_support import (
     API_KEY,
     HELLO_TEXT,
     MODEL,
+    checked_agent_process,
     children_of,
     is_alive,
     needs_proc,
@@ -163,7 +164,7 @@ async def running_agent(
     """The agent process, initialized by the SDK client with fs support and no terminal."""
     client = client or RecordingClient()
     with stderr_path.open("ab") as stderr:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             client,
             *AGENT_COMMAND,
             env=env,

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, text_block
 from acp.connection import StreamDirection, StreamEvent
-from e2e_support import AGENT_COMMAND
+from e2e_support import AGENT_COMMAND, checked_agent_process
 from fake_llm import FakeLLM, last_user_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -79,7 +79,7 @@ async def connected(
     editor = Editor()
     capabilities: dict[str, Any] = {"subagents": {}} if subagents else {}
     with stderr.open("ab") as err:
-        async with spawn_agent_process(
+        async with checked_agent_process(
             editor,
             *AGENT_COMMAND,
             env=env,

@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from acp import RequestError, spawn_agent_process, text_block
+from acp import RequestError, text_block
 from acp.connection import StreamDirection, StreamEvent, StreamObserver
 from acp.schema import (
     AgentPlanUpdate,
@@ -55,7 +55,16 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
-from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, is_alive, needs_proc, tool
+from e2e_support import (
+    AGENT_COMMAND,
+    API_KEY,
+    HELLO_TEXT,
+    MODEL,
+    checked_agent_process,
+    is_alive,
+    needs_proc,
+    tool,
+)
 from fake_llm import FakeLLM, message_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -347,7 +356,7 @@ async def spawned(
     client = ToolClient()
     try:
         with stderr_path.open("ab") as stderr:
-            async with spawn_agent_process(
+            async with checked_agent_process(
                 client,
                 *AGENT_COMMAND,
                 env=env,
