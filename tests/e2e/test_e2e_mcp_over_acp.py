@@ -14,6 +14,8 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,21 @@ pytestmark = [
         reason="the npm ACP SDK is not installed: run `npm install` (needs node)",
     ),
 ]
+
+
+EditorRun = Callable[..., dict[str, Any]]
+"""`editor(prompts, **options)`: run the editor client through `prompts`; what it saw."""
+
+
+@pytest.fixture
+def editor(
+    fake_llm: FakeLLM,
+    agent_env: dict[str, str],
+    agent_stderr: Path,
+    workspace: Path,
+    tmp_path: Path,
+) -> EditorRun:
+    return partial(editor_session, fake_llm, agent_env, agent_stderr, workspace, tmp_path)
 
 
 def editor_session(
@@ -102,17 +119,13 @@ def reply(report: dict[str, Any]) -> str:
 
 
 def test_a_server_in_the_editor_gives_the_model_its_tools_through_mcp_message(
-    fake_llm: FakeLLM,
-    agent_env: dict[str, str],
-    agent_stderr: Path,
-    workspace: Path,
-    tmp_path: Path,
+    fake_llm: FakeLLM, editor: EditorRun
 ) -> None:
     text = calls(
         ("mcp__tools__echo", {"text": "through the editor"}),
         ("mcp__tools__add", {"a": 2, "b": 3}),
     )
-    report = editor_session(fake_llm, agent_env, agent_stderr, workspace, tmp_path, [text])
+    report = editor([text])
 
     assert report["agentCapabilities"]["mcpCapabilities"]["acp"] is True
     assert report["stops"] == ["end_turn"]
@@ -136,20 +149,11 @@ def test_a_server_in_the_editor_gives_the_model_its_tools_through_mcp_message(
 
 
 def test_the_editors_refusals_are_shown_as_mcp_failures(
-    fake_llm: FakeLLM,
-    agent_env: dict[str, str],
-    agent_stderr: Path,
-    workspace: Path,
-    tmp_path: Path,
+    fake_llm: FakeLLM, editor: EditorRun
 ) -> None:
     """An inner MCP error fails the call; an outer one (no such server) fails the server."""
     text = calls(("mcp__tools__echo", {"text": "refused"}), ("mcp__tools__add", {"a": 1, "b": 1}))
-    report = editor_session(
-        fake_llm,
-        agent_env,
-        agent_stderr,
-        workspace,
-        tmp_path,
+    report = editor(
         [text, "/mcp"],
         refuse=["echo"],
         ghost="ghost",
@@ -175,20 +179,11 @@ def test_the_editors_refusals_are_shown_as_mcp_failures(
 
 
 def test_progress_from_the_editor_shows_and_a_cancel_reaches_its_server(
-    fake_llm: FakeLLM,
-    agent_env: dict[str, str],
-    agent_stderr: Path,
-    workspace: Path,
-    tmp_path: Path,
+    fake_llm: FakeLLM, editor: EditorRun
 ) -> None:
     """The server's progress comes back as `mcp/message` notifications of the call's
     request; cancelling the prompt cancels that request, and the editor the server's call."""
-    report = editor_session(
-        fake_llm,
-        agent_env,
-        agent_stderr,
-        workspace,
-        tmp_path,
+    report = editor(
         [calls(("mcp__tools__slow", {})), calls(("mcp__tools__was_cancelled", {}))],
         mode="bypass",
         cancelOnProgress=True,
@@ -202,20 +197,11 @@ def test_progress_from_the_editor_shows_and_a_cancel_reaches_its_server(
 
 
 def test_a_tool_the_editors_server_adds_reaches_the_models_next_request(
-    fake_llm: FakeLLM,
-    agent_env: dict[str, str],
-    agent_stderr: Path,
-    workspace: Path,
-    tmp_path: Path,
+    fake_llm: FakeLLM, editor: EditorRun
 ) -> None:
     """The server in the editor adds a tool and says so on the `subscriptions/listen`
     stream the agent opened through the editor: the next turn offers it to the model."""
-    report = editor_session(
-        fake_llm,
-        agent_env,
-        agent_stderr,
-        workspace,
-        tmp_path,
+    report = editor(
         [calls(("mcp__tools__grow", {})), calls(("mcp__tools__grown", {}))],
         mode="bypass",
     )

@@ -16,8 +16,9 @@ from typing import Any
 import jsonschema
 import pytest
 from fake_acp_client import ZED_INITIALIZE, FakeClient
-from test_dialect import V2_INITIALIZE, assert_v2
 from test_dialect import _schema as v2_schema
+from test_dialect import assert_v2
+from test_v2_prompts import v2_session
 
 from acp_agent.messages import BackgroundChanged, ToolCallUpdated
 from acp_agent.protocol.updates import session_update
@@ -109,12 +110,6 @@ def _assert_all_v2(client: FakeClient) -> None:
             _update_schema().validate(frame["params"]["update"])
 
 
-async def _v2_session(client: FakeClient, cwd: Path) -> str:
-    await client.initialize(V2_INITIALIZE)
-    session_id: str = (await client.call("session/new", {"cwd": str(cwd)}))["sessionId"]
-    return session_id
-
-
 async def _running_command(client: FakeClient, session_id: str) -> tuple[str, str]:
     """Start LONG_COMMAND in a turn; once its first output is shown: (call id, terminal id)."""
     await client.start_request(
@@ -139,7 +134,7 @@ async def test_cancelling_a_running_tool_call_ends_that_call_and_the_turn_goes_o
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         call_id, terminal_id = await _running_command(client, session_id)
         answer = await client.request(
             "tool_call/cancel", {"sessionId": session_id, "toolCallId": call_id}
@@ -184,7 +179,7 @@ async def test_cancelling_a_commands_terminal_stops_the_command_and_its_call_rep
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         call_id, terminal_id = await _running_command(client, session_id)
         answer = await client.request(
             "terminal/cancel", {"sessionId": session_id, "terminalId": terminal_id}
@@ -224,7 +219,7 @@ async def test_ids_of_another_session_or_of_nothing_are_refused(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         other: str = (await client.call("session/new", {"cwd": str(tmp_path)}))["sessionId"]
         call_id, terminal_id = await _running_command(client, session_id)
         theirs = await client.request(
@@ -275,7 +270,7 @@ async def test_a_background_job_is_listed_in_every_state_until_its_terminal_exit
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         await client.request(
             "session/prompt",
             {
@@ -334,7 +329,7 @@ async def test_an_elicitation_puts_the_turn_in_requires_action_then_running(
 
         client.answer_overrides["elicitation/create"] = answer
         client.permission_answer = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         await client.request(
             "session/prompt",
             {

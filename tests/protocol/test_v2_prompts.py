@@ -39,7 +39,8 @@ def _assert_all_v2(client: FakeClient, session_id: str) -> None:
         assert_v2(update, "SessionUpdate", stable=False)
 
 
-async def _v2_session(client: FakeClient, cwd: Path) -> str:
+async def v2_session(client: FakeClient, cwd: Path) -> str:
+    """A v2 connection's first session (shared with test_v2_cancel)."""
     await client.initialize(V2_INITIALIZE)
     session_id: str = (await client.call("session/new", {"cwd": str(cwd)}))["sessionId"]
     return session_id
@@ -49,7 +50,7 @@ async def test_a_v2_prompt_answers_its_message_id_at_insertion_then_goes_idle(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         request_id = await client.start_request("session/prompt", _prompt(session_id, "hello"))
         answer = (await client.reply(request_id))["result"]
         await client.wait_for(_is_idle)
@@ -80,7 +81,7 @@ async def test_a_v2_prompt_that_fails_after_insertion_goes_idle_with_the_error(
     # A provider on a closed port: the turn fails at its first request, after insertion.
     config = write_config(tmp_path, openai_compatible("http://127.0.0.1:1/v1"))
     async with connection(config) as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         answer = await client.call("session/prompt", _prompt(session_id, "hi"))
         await client.wait_for(_is_idle)
 
@@ -106,7 +107,7 @@ async def test_a_v2_slash_command_answers_a_fresh_id_when_it_ends(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         answer = await client.call("session/prompt", _prompt(session_id, "/model"))
         await client.wait_for(_is_idle)
 
@@ -120,7 +121,7 @@ async def test_a_v2_repeat_with_the_same_idempotency_key_inserts_once(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         params = _prompt(session_id, "once", idempotencyKey="k-1")
         first = await client.start_request("session/prompt", params)
         again = await client.start_request("session/prompt", params)
@@ -148,7 +149,7 @@ async def test_a_v2_resume_from_the_start_replays_then_marks_the_end_before_answ
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         sent = await client.call("session/prompt", _prompt(session_id, "remember me"))
         await client.wait_for(_is_idle)
         reply = await _resume(client, session_id, tmp_path, replayFrom={"type": "start"})
@@ -195,7 +196,7 @@ async def test_a_v2_replay_to_a_client_that_saw_the_turn_shows_each_message_once
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         sent = await client.call("session/prompt", _prompt(session_id, "remember me"))
         await client.wait_for(_is_idle)
         live = client.updates(session_id)
@@ -222,7 +223,7 @@ async def test_a_v2_resume_without_replay_from_sends_its_state_and_no_marker(
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         await client.call("session/prompt", _prompt(session_id, "remember me"))
         await client.wait_for(_is_idle)
         reply = await _resume(client, session_id, tmp_path)
@@ -238,7 +239,7 @@ async def test_a_v2_permission_request_is_v2_shaped_and_the_turn_requires_action
     connection: Connection, tmp_path: Path
 ) -> None:
     async with connection() as client:
-        session_id = await _v2_session(client, tmp_path)
+        session_id = await v2_session(client, tmp_path)
         write = '@tool write_file {"path": "notes.txt", "content": "hi"}'  # the echo model's
         await client.call("session/prompt", _prompt(session_id, write))
         await client.wait_for(_is_idle)
