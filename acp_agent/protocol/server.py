@@ -147,6 +147,9 @@ class AcpServer:
 
             assert self._client is not None  # set with the agent
             answer = await resume(agent, self._client, request, params)
+        elif method == "session/status" and self._client is not None:
+            # What this connection was last told of the session, where it was told.
+            answer = self._client.states.status(request.session_id, await spec.call(agent, request))
         else:
             answer = await spec.call(agent, request)
         return self._in_dialect(method, answer)

@@ -77,5 +77,16 @@ class SessionStates:
             return None
         return self.foreground(session_id, "running")
 
+    def status(self, session_id: str, answer: JsonObject) -> JsonObject:
+        """`session/status`'s `answer` with the session's state as last reported here
+        (`requires_action`, background work): a snapshot, not a transition, so without a
+        stop reason. Unchanged for a session not reported on this connection."""
+        session = self._sessions.get(session_id)
+        if answer.get("status") != "open" or session is None or session.state is None:
+            return answer
+        snapshot = state_update(session.state, background=session.background)
+        del snapshot["sessionUpdate"]  # the `StateUpdate` itself, not its notification
+        return {**answer, "state": snapshot}
+
 
 __all__ = ["SessionStates"]

@@ -222,7 +222,10 @@ async def test_the_npm_v2_client_titles_archives_forks_and_asks_statuses_across_
     }
     assert initialized["auth"] == {"status": {}}
     assert got["title"]["result"] == {"title": "Login fix"}
-    assert got["status"]["result"] == {"status": "open", "state": {"state": "idle"}}
+    assert got["status"]["result"] == {
+        "status": "open",
+        "state": {"state": "idle", "background": []},
+    }
     assert got["archive"]["result"] == {}
     assert got["auth"]["result"]["state"] == "authenticated"
     mode = next(o for o in got["fork"]["result"]["configOptions"] if o["configId"] == "mode")

@@ -349,7 +349,7 @@ async def test_archiving_a_running_session_cancels_its_turn_and_closes_it(
         )
         only = await listed(client, archived="only")
 
-    assert running == {"status": "open", "state": {"state": "running"}}
+    assert running == {"status": "open", "state": {"state": "running", "background": []}}
     assert ended["params"]["update"]["stopReason"] == "cancelled"
     assert status == {"status": "saved"}
     assert list(only) == [session_id]
@@ -392,7 +392,7 @@ async def test_status_tells_open_or_saved_and_changes_nothing(
     for answer in (open_status, saved):
         assert_schema(dialect, "SessionStatusResponse", answer)
     if dialect == "v2":
-        assert open_status == {"status": "open", "state": {"state": "idle"}}
+        assert open_status == {"status": "open", "state": {"state": "idle", "background": []}}
     else:
         assert open_status == {"status": "open"}  # v1's schema has no foreground state
     assert saved == still_saved == {"status": "saved"}

@@ -282,13 +282,18 @@ async def test_a_background_job_is_listed_in_every_state_until_its_terminal_exit
         await client.wait_for(_output(session_id, "up"))
         [job] = [u for u in _kinds(client, session_id, "terminal_update") if "cwd" in u]
         terminal_id = job["terminalId"]
+        status = await client.request("session/status", {"sessionId": session_id})
         answer = await client.request(
             "terminal/cancel", {"sessionId": session_id, "terminalId": terminal_id}
         )
         await client.wait_for(_state(session_id, "idle", background=[]))
+        after = await client.request("session/status", {"sessionId": session_id})
 
     assert answer["result"] == {}
     listed = [{"type": "terminal", "terminalId": terminal_id}]
+    # `session/status` tells the last state reported, as a snapshot: no stop reason.
+    assert status["result"] == {"status": "open", "state": {"state": "idle", "background": listed}}
+    assert after["result"] == {"status": "open", "state": {"state": "idle", "background": []}}
     states = _kinds(client, session_id, "state_update")
     assert all("background" in state for state in states)  # reported: on every one
     assert [(s["state"], s.get("stopReason"), s["background"]) for s in states] == [
@@ -319,11 +324,13 @@ async def test_an_elicitation_puts_the_turn_in_requires_action_then_running(
     connection: Connection, tmp_path: Path
 ) -> None:
     question = {"question": "Which database?", "choices": ["Postgres", "SQLite"]}
+    statuses: list[dict[str, Any]] = []
     async with connection() as client:
 
         async def answer(request: dict[str, Any]) -> None:
             # Asked while the turn is reported blocked on the user.
             assert _states(client, session_id)[-1]["state"] == "requires_action"
+            statuses.append(await client.request("session/status", {"sessionId": session_id}))
             result = {"action": "accept", "content": {"choice": "SQLite"}}
             await client.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
 
@@ -347,6 +354,10 @@ async def test_an_elicitation_puts_the_turn_in_requires_action_then_running(
         "idle",
     ]
     assert "SQLite" in _said(client, session_id)
+    # Asked meanwhile, `session/status` says the turn waits for the user.
+    assert [status["result"] for status in statuses] == [
+        {"status": "open", "state": {"state": "requires_action", "background": []}}
+    ]
     _assert_all_v2(client)
 
 
