@@ -199,3 +199,13 @@ def assert_frames_from_agent(
     for frame in received:
         answered = None if "method" in frame else asked.get(frame.get("id"))
         assert_valid_frame(dialect, frame, "agent", answered)
+
+
+def negotiated_dialect(received: list[dict[str, Any]], sent: list[dict[str, Any]]) -> Dialect:
+    """The dialect the agent answered the client's `initialize` with (`received` by the
+    client, `sent` by it)."""
+    [asked] = [f for f in sent if f.get("method") == "initialize"]
+    [answer] = [f for f in received if f.get("id") == asked["id"] and "method" not in f]
+    version = answer["result"]["protocolVersion"]
+    assert version in (1, 2), f"the agent answered initialize with protocolVersion {version!r}"
+    return "v1" if version == 1 else "v2"

@@ -16,7 +16,8 @@
 //   prompts: [texts, sent one after the other to one session], mode (or null),
 //   cancelOnProgress: send `session/cancel` once a tool call shows progress
 // Writes one JSON object on stdout: initialize's agentCapabilities, the stop reasons, every
-// session/update, the inner methods the editor was asked, and the permission questions.
+// session/update, the inner methods the editor was asked, the permission questions, and
+// every frame exchanged with the agent (`frames`: {"in": frame} / {"out": frame}, in order).
 
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
@@ -81,7 +82,7 @@ class StdioServer {
   }
 }
 
-const report = { stops: [], updates: [], asked: [], permissions: [] };
+const report = { stops: [], updates: [], asked: [], permissions: [], frames: [] };
 const server = new StdioServer(spec.server, spec.serverEnv ?? {});
 const refused = new Set(spec.refuse ?? []);
 
@@ -134,7 +135,24 @@ const agent = spawn(spec.agent[0], spec.agent.slice(1), {
   env: spec.env,
   stdio: ["pipe", "pipe", agentStderr],
 });
-const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+const wire = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+// Every frame as it crossed the pipe, both ways and in order, before the SDK parsed it
+// (as v2_client.mjs records them): the test checks the agent's against the schema.
+const tee = (direction) =>
+  new TransformStream({
+    transform(frame, controller) {
+      report.frames.push({ [direction]: frame });
+      controller.enqueue(frame);
+    },
+  });
+const stream = {
+  readable: wire.readable.pipeThrough(tee("in")),
+  writable: (() => {
+    const outgoing = tee("out");
+    outgoing.readable.pipeTo(wire.writable);
+    return outgoing.writable;
+  })(),
+};
 
 try {
   await app.connectWith(stream, async (context) => {

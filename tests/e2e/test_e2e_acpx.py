@@ -7,53 +7,17 @@ tests are skipped.
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import AGENT_COMMAND, HELLO_TEXT, REPO_ROOT, needs_proc, processes_with_env
+from acpx_support import needs_acpx, run_acpx
+from e2e_support import HELLO_TEXT, needs_proc, processes_with_env
 from fake_llm import FakeLLM, fake_reply
 
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
-
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not ACPX.exists() or shutil.which("node") is None,
-        reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-    ),
-]
-
-
-def run_acpx(
-    env: dict[str, str], cwd: Path, prompt: str, *, output: str = "json"
-) -> subprocess.CompletedProcess[str]:
-    """`acpx exec PROMPT` against our agent; never lingers (`--ttl 1`)."""
-    format_args = (
-        ["--format", "json", "--json-strict"] if output == "json" else ["--format", output]
-    )
-    command = [
-        str(ACPX),
-        "--approve-all",
-        *format_args,
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        "exec",
-        prompt,
-    ]
-    return subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
+pytestmark = [pytest.mark.e2e, needs_acpx]
 
 
 def frames(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
@@ -106,7 +70,7 @@ def wait_until_gone(fake: FakeLLM, timeout: float = 10.0) -> list[int]:
 def test_acpx_exec_streams_the_reply_and_ends_the_turn(
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
 ) -> None:
-    messages = frames(run_acpx(agent_env, workspace, "hello from acpx"))
+    messages = frames(run_acpx(agent_env, workspace, "exec", "hello from acpx"))
 
     initialize = answer_to(messages, "initialize")
     assert initialize["result"]["protocolVersion"] == 1
@@ -123,7 +87,9 @@ def test_acpx_read_file_tool_call_uses_acpx_fs_and_the_content_reaches_the_model
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
 ) -> None:
     hello = workspace / "hello.txt"
-    messages = frames(run_acpx(agent_env, workspace, '[[tool read_file {"path": "hello.txt"}]]'))
+    messages = frames(
+        run_acpx(agent_env, workspace, "exec", '[[tool read_file {"path": "hello.txt"}]]')
+    )
 
     [read] = [m for m in messages if m.get("method") == "fs/read_text_file"]
     assert read["params"]["path"] == str(hello)
@@ -145,7 +111,7 @@ def test_acpx_read_file_tool_call_uses_acpx_fs_and_the_content_reaches_the_model
 def test_acpx_quiet_format_prints_the_final_text(
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
 ) -> None:
-    result = run_acpx(agent_env, workspace, "quiet please", output="quiet")
+    result = run_acpx(agent_env, workspace, "exec", "quiet please", output="quiet")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == fake_reply("quiet please")
@@ -160,7 +126,7 @@ def test_acpx_sees_two_subagents_work_in_the_parents_tool_calls(
         f"[[tool agent {json.dumps({'description': name, 'prompt': task})}]]"
         for name, task in (("first", "count one two"), ("second", "count three four"))
     )
-    messages = frames(run_acpx(agent_env, workspace, calls))
+    messages = frames(run_acpx(agent_env, workspace, "exec", calls))
 
     session_ids = {
         m["params"]["sessionId"] for m in messages if m.get("method") == "session/update"

@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +28,8 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
-from e2e_support import AGENT_COMMAND, REPO_ROOT, checked_agent_process
+from acpx_support import needs_acpx, run_acpx
+from e2e_support import AGENT_COMMAND, checked_agent_process
 from fake_llm import FakeLLM
 
 pytestmark = [pytest.mark.e2e]
@@ -39,7 +37,6 @@ pytestmark = [pytest.mark.e2e]
 HANG_GUARD = 30.0
 QUESTION = {"question": "Which database?", "choices": ["Postgres", "SQLite"]}
 ASK_ECHO = f"Pick one\n@tool ask_user {json.dumps(QUESTION)}"
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
 
 
 class AskedClient:
@@ -166,34 +163,12 @@ async def test_without_form_elicitation_there_is_no_such_tool(tmp_path: Path) ->
 # --- acpx ------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(
-    not ACPX.exists() or shutil.which("node") is None,
-    reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-)
+@needs_acpx
 def test_acpx_advertises_no_elicitation_so_the_model_gets_no_ask_user(
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
 ) -> None:
     prompt = f"Pick one [[tool ask_user {json.dumps(QUESTION)}]]"
-    command = [
-        str(ACPX),
-        "--approve-all",
-        "--format",
-        "json",
-        "--json-strict",
-        "--cwd",
-        str(workspace),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        "exec",
-        prompt,
-    ]
-    result = subprocess.run(
-        command, env=agent_env, cwd=workspace, capture_output=True, text=True, timeout=60
-    )
+    result = run_acpx(agent_env, workspace, "exec", prompt)
     assert result.returncode == 0, result.stderr
     messages = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 

@@ -11,25 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError
-from e2e_support import AGENT_COMMAND, REPO_ROOT
+from acpx_support import needs_acpx, run_acpx
 from fake_llm import FakeLLM
 from test_e2e_sdk_client import prompt, running_agent
 
 pytestmark = [pytest.mark.e2e]
-
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
-needs_acpx = pytest.mark.skipif(
-    not ACPX.exists() or shutil.which("node") is None,
-    reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-)
 
 
 @pytest.fixture
@@ -47,32 +39,6 @@ models = [{{ id = "fake-model" }}]
         encoding="utf-8",
     )
     return {**agent_env, "ACP_AGENT_CONFIG": str(config)}
-
-
-def run_acpx(
-    env: dict[str, str], cwd: Path, text: str, *, output: str
-) -> subprocess.CompletedProcess[str]:
-    format_args = (
-        ["--format", "json", "--json-strict"] if output == "json" else ["--format", output]
-    )
-    command = [
-        str(ACPX),
-        "--approve-all",
-        *format_args,
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        "exec",
-        text,
-    ]
-    return subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
 
 
 def json_lines(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
@@ -144,8 +110,8 @@ async def test_sdk_client_an_unknown_model_is_answered_as_a_reply_and_the_turn_e
 def test_acpx_prints_the_details_of_a_failed_prompt(
     quick_retries: dict[str, str], workspace: Path
 ) -> None:
-    quiet = run_acpx(quick_retries, workspace, "[[status 500]] hi", output="quiet")
-    exchange = run_acpx(quick_retries, workspace, "[[status 500]] hi", output="json")
+    quiet = run_acpx(quick_retries, workspace, "exec", "[[status 500]] hi", output="quiet")
+    exchange = run_acpx(quick_retries, workspace, "exec", "[[status 500]] hi", output="json")
 
     assert quiet.returncode != 0
     assert "gave up after 3 attempts" in quiet.stderr, quiet.stderr
@@ -162,7 +128,7 @@ def test_acpx_prints_the_details_of_a_failed_prompt(
 def test_acpx_mode_command_switches_and_sends_current_mode_update(
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path
 ) -> None:
-    messages = json_lines(run_acpx(agent_env, workspace, "/mode read-only", output="json"))
+    messages = json_lines(run_acpx(agent_env, workspace, "exec", "/mode read-only", output="json"))
 
     [mode] = updates(messages, "current_mode_update")
     assert mode["currentModeId"] == "read-only"

@@ -13,16 +13,15 @@ tests are skipped.
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import acpx_support
 import pytest
-from e2e_support import AGENT_COMMAND, REPO_ROOT, needs_proc, tool
+from acpx_support import needs_acpx
+from e2e_support import needs_proc, tool
 from fake_llm import FakeLLM, message_text
 from mcp_e2e import (
     VENDOR_KEY,
@@ -35,17 +34,10 @@ from mcp_e2e import (
     write_config,
 )
 
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
 PERMISSION_DENIED_EXIT = 5  # acpx: every permission request was denied
 BUDGET = 3.0
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not ACPX.exists() or shutil.which("node") is None,
-        reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_acpx]
 
 
 @dataclass
@@ -123,27 +115,15 @@ def run_acpx(
     *options: str,
 ) -> Run:
     """`acpx <options> exec PROMPT` against our agent started with `config`, json-strict."""
-    agent = shlex.join([*AGENT_COMMAND, "--config", str(config)])
-    command = [
-        str(ACPX),
-        *(options or ("--approve-all",)),
-        "--format",
-        "json",
-        "--json-strict",
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "60",
-        "--agent",
-        agent,
+    before = len(fake.requests)
+    done = acpx_support.run_acpx(
+        env,
+        cwd,
         "exec",
         prompt,
-    ]
-    before = len(fake.requests)
-    done = subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        options=options or ("--approve-all",),
+        agent_options=("--config", str(config)),
+        timeout=60,
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return Run(

@@ -31,6 +31,7 @@ from mcp_e2e import (
     tool_results,
     write_config,
 )
+from schema_support import assert_frames_from_agent, negotiated_dialect
 
 CLIENT = Path(__file__).with_name("mcp_over_acp_client.mjs")
 SDK = REPO_ROOT / "node_modules" / "@agentclientprotocol" / "sdk"
@@ -94,7 +95,17 @@ def editor_session(
     )
     assert done.returncode == 0, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
+    check_frames(report["frames"])
     return report
+
+
+def check_frames(frames: list[dict[str, Any]]) -> None:
+    """Every frame the agent sent the editor is what the schema of the dialect they
+    agreed on (v1: the editor asks for it) defines (`assert_frames_from_agent`)."""
+    received = [frame["in"] for frame in frames if "in" in frame]
+    sent = [frame["out"] for frame in frames if "out" in frame]
+    assert negotiated_dialect(received, sent) == "v1", "the editor initializes ACP v1"
+    assert_frames_from_agent("v1", received, sent)
 
 
 def updates(report: dict[str, Any], kind: str) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,9 @@ from typing import Any
 import pytest
 from acp import resource_block, resource_link_block, text_block
 from acp.schema import ReadTextFileResponse, TextResourceContents
-from e2e_support import AGENT_COMMAND
+from acpx_support import needs_acpx, run_acpx
 from fake_llm import FakeLLM
-from test_e2e_acpx import ACPX, answer_to, frames, updates
+from test_e2e_acpx import answer_to, frames, updates
 from test_e2e_sdk_client import RecordingClient, running_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -137,30 +136,10 @@ def run_acpx_file(
 ) -> subprocess.CompletedProcess[str]:
     """`acpx exec --file PROMPT.json`: a structured prompt (ACP content blocks)."""
     prompt_file.write_text(json.dumps(blocks), encoding="utf-8")
-    command = [
-        str(ACPX),
-        "--approve-all",
-        "--format",
-        "json",
-        "--json-strict",
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        "exec",
-        "--file",
-        str(prompt_file),
-    ]
-    return subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_acpx(env, cwd, "exec", "--file", str(prompt_file))
 
 
-@pytest.mark.skipif(not ACPX.exists(), reason="acpx is not installed: run `npm install`")
+@needs_acpx
 def test_acpx_sends_resource_links_which_are_read_through_its_fs_or_asked_about(
     fake_llm: FakeLLM, agent_env: dict[str, str], workspace: Path, tmp_path: Path
 ) -> None:

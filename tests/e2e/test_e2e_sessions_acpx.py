@@ -10,27 +10,16 @@ tests are skipped. acpx keeps its own state under `$HOME/.acpx` (a temporary HOM
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import AGENT_COMMAND, HELLO_TEXT, REPO_ROOT, needs_proc
+from acpx_support import needs_acpx, run_acpx
+from e2e_support import HELLO_TEXT, needs_proc
 from fake_llm import FakeLLM, fake_reply, message_text
 from test_e2e_acpx import agent_text, answer_to, frames, wait_until_gone
 
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
-
-pytestmark = [
-    pytest.mark.e2e,
-    needs_proc,
-    pytest.mark.skipif(
-        not ACPX.exists() or shutil.which("node") is None,
-        reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_proc, needs_acpx]
 
 
 @pytest.fixture
@@ -39,35 +28,13 @@ def env(agent_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**agent_env, "XDG_STATE_HOME": str(tmp_path / "state")}
 
 
-def acpx(env: dict[str, str], cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        str(ACPX),
-        "--approve-all",
-        "--format",
-        "json",
-        "--json-strict",
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        *arguments,
-    ]
-    return subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 def prompt_in_new_agent(
     fake: FakeLLM, env: dict[str, str], cwd: Path, name: str, text: str
 ) -> list[dict[str, Any]]:
     """`acpx prompt -s NAME TEXT` once no agent of this test is left running, so the prompt
     starts a new one; the exchange acpx printed."""
     assert wait_until_gone(fake) == [], "the previous agent is still running"
-    return frames(acpx(env, cwd, "prompt", "-s", name, text))
+    return frames(run_acpx(env, cwd, "prompt", "-s", name, text))
 
 
 def methods(messages: list[dict[str, Any]]) -> list[str]:
@@ -77,7 +44,7 @@ def methods(messages: list[dict[str, Any]]) -> list[str]:
 def test_a_named_session_goes_on_across_agent_restarts_with_its_whole_history(
     fake_llm: FakeLLM, env: dict[str, str], workspace: Path
 ) -> None:
-    created = acpx(env, workspace, "sessions", "new", "--name", "work")
+    created = run_acpx(env, workspace, "sessions", "new", "--name", "work")
     assert created.returncode == 0, created.stderr
     [ensured] = [json.loads(line) for line in created.stdout.splitlines() if line.strip()]
     session_id = ensured["acpxSessionId"]
@@ -111,12 +78,12 @@ def test_acpx_lists_the_stored_sessions_with_their_titles_and_filters_by_cwd(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    assert acpx(env, workspace, "sessions", "new", "--name", "titled").returncode == 0
+    assert run_acpx(env, workspace, "sessions", "new", "--name", "titled").returncode == 0
     prompt_in_new_agent(fake_llm, env, workspace, "titled", "Explain the build setup")
     assert wait_until_gone(fake_llm) == []
 
-    listed = acpx(env, workspace, "sessions", "list", "--filter-cwd", str(workspace))
-    unmatched = acpx(env, workspace, "sessions", "list", "--filter-cwd", str(elsewhere))
+    listed = run_acpx(env, workspace, "sessions", "list", "--filter-cwd", str(workspace))
+    unmatched = run_acpx(env, workspace, "sessions", "list", "--filter-cwd", str(elsewhere))
 
     [found] = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
     assert found["source"] == "agent"

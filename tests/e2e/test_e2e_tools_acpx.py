@@ -10,29 +10,21 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import acpx_support
 import pytest
-from e2e_support import AGENT_COMMAND, API_KEY, HELLO_TEXT, MODEL, REPO_ROOT, tool
+from acpx_support import needs_acpx
+from e2e_support import API_KEY, HELLO_TEXT, MODEL, tool
 from fake_llm import FakeLLM, message_text
 
-ACPX = REPO_ROOT / "node_modules" / ".bin" / "acpx"
 PERMISSION_DENIED_EXIT = 5  # acpx: every permission request was denied
 REJECTED = "The user rejected this tool call."
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not ACPX.exists() or shutil.which("node") is None,
-        reason="acpx is not installed: run `npm install` at the repository root (needs node)",
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_acpx]
 
 
 @dataclass
@@ -98,26 +90,9 @@ class Run:
 
 def run_acpx(fake: FakeLLM, env: dict[str, str], cwd: Path, prompt: str, *permissions: str) -> Run:
     """`acpx <permissions> exec PROMPT` against our agent, in json-strict mode."""
-    command = [
-        str(ACPX),
-        *(permissions or ("--approve-all",)),
-        "--format",
-        "json",
-        "--json-strict",
-        "--cwd",
-        str(cwd),
-        "--ttl",
-        "1",
-        "--timeout",
-        "30",
-        "--agent",
-        shlex.join(AGENT_COMMAND),
-        "exec",
-        prompt,
-    ]
     before = len(fake.requests)
-    done = subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    done = acpx_support.run_acpx(
+        env, cwd, "exec", prompt, options=permissions or ("--approve-all",)
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return Run(
