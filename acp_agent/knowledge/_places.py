@@ -10,7 +10,7 @@ anywhere: the user put the links there.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -32,11 +32,22 @@ class Place:
     confined_to: Path | None  # a real path every file found must resolve inside; None: anywhere
 
 
-def project_directories(cwd: Path, project_root: Path, *, every_level: bool) -> list[Place]:
-    """The project's directories, nearest first, as places (`directory` is the directory
-    itself; callers add `.agents/skills` and the like): the cwd, then (`every_level`) each
-    parent up to the project root, else the project root alone. A cwd outside the project
-    root is its own project: it and the root are looked in, each confined to itself."""
+def project_places(
+    cwd: Path, project_root: Path, subdirectories: Sequence[Path], *, every_level: bool
+) -> list[Place]:
+    """`subdirectories` (`.agents/skills` and the like) of each project directory, nearest
+    first, in their order within one directory."""
+    return [
+        Place(directory.directory / subdirectory, "project", directory.confined_to)
+        for directory in _project_directories(cwd, project_root, every_level=every_level)
+        for subdirectory in subdirectories
+    ]
+
+
+def _project_directories(cwd: Path, project_root: Path, *, every_level: bool) -> list[Place]:
+    """The project's directories themselves, nearest first: the cwd, then (`every_level`)
+    each parent up to the project root, else the project root alone. A cwd outside the
+    project root is its own project: it and the root are looked in, each confined to itself."""
     real_cwd, real_root = real_or_absolute(cwd), real_or_absolute(project_root)
     if not real_cwd.is_relative_to(real_root):
         places = [Place(real_cwd, "project", real_cwd), Place(real_root, "project", real_root)]

@@ -39,7 +39,7 @@ from acp_agent.knowledge._places import (
     list_directory,
     nearest_wins,
     printable,
-    project_directories,
+    project_places,
     real_path,
 )
 
@@ -127,11 +127,7 @@ class _Candidate:
 
 
 def _places(cwd: Path, project_root: Path, user_config_dir: Path | None) -> list[Place]:
-    places = [
-        Place(directory.directory / commands, "project", directory.confined_to)
-        for directory in project_directories(cwd, project_root, every_level=False)
-        for commands in COMMAND_DIRECTORIES
-    ]
+    places = project_places(cwd, project_root, COMMAND_DIRECTORIES, every_level=False)
     if user_config_dir is not None:
         places.append(Place(user_config_dir / "commands", "user", None))
     return places

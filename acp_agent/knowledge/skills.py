@@ -36,7 +36,7 @@ from acp_agent.knowledge._places import (
     list_directory,
     nearest_wins,
     printable,
-    project_directories,
+    project_places,
     real_path,
 )
 
@@ -92,11 +92,7 @@ def discover_skills(
 def _places(
     cwd: Path, project_root: Path, *, home: Path, user_config_dir: Path | None
 ) -> list[Place]:
-    places = [
-        Place(directory.directory / skills, "project", directory.confined_to)
-        for directory in project_directories(cwd, project_root, every_level=True)
-        for skills in SKILL_DIRECTORIES
-    ]
+    places = project_places(cwd, project_root, SKILL_DIRECTORIES, every_level=True)
     if user_config_dir is not None:
         places.append(Place(user_config_dir / "skills", "user", None))
     places += [Place(home / skills, "user", None) for skills in SKILL_DIRECTORIES]

@@ -140,7 +140,7 @@ def _text_content(part: TextPart) -> ChatCompletionContentPartTextParam:
 
 
 def _image_content(part: ImagePart) -> ChatCompletionContentPartImageParam:
-    return {"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{part.data}"}}
+    return {"type": "image_url", "image_url": {"url": data_url(part)}}
 
 
 def _file_content(part: DocumentPart) -> File:
@@ -148,9 +148,14 @@ def _file_content(part: DocumentPart) -> File:
         "type": "file",
         "file": {
             "filename": file_name(part),
-            "file_data": f"data:{part.mime_type};base64,{part.data}",
+            "file_data": data_url(part),
         },
     }
+
+
+def data_url(part: ImagePart | DocumentPart) -> str:
+    """The part's bytes inline, as both OpenAI APIs take images and files."""
+    return f"data:{part.mime_type};base64,{part.data}"
 
 
 def file_name(part: DocumentPart) -> str:

@@ -30,17 +30,18 @@ from urllib.parse import quote
 
 import httpx2
 
+from ..config import OpenAIProviderConfig
 from ..local_addresses import is_local_url
 from ..messages import StreamEvent
 from ._error_table import Endpoint, Failure, error_for, http_error
-from ._http_client import TRANSPORT_ERRORS, json_headers, new_client, post_stream
+from ._http_client import TRANSPORT_ERRORS, json_headers, post_stream
 from ._http_stream import open_stream
+from ._provider_client import ProviderClient
 from ._transport import redact
 from .errors import AuthError, ProviderError, key_fix, login_fix
-from .routing import provider_endpoint
 
 if TYPE_CHECKING:
-    from ..config import ModelConfig, OpenAIProviderConfig
+    from ..config import ModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -61,39 +62,12 @@ _AZURE_V1_PATH = re.compile(r"/openai/v1/?$")
 _AZURE_DEPLOYMENT_PATHS = frozenset({"/chat/completions"})
 
 
-class OpenAIConnection:
+class OpenAIConnection(ProviderClient[OpenAIProviderConfig]):
     """One provider's HTTP client (created on first use), its streams and its errors."""
-
-    def __init__(self, name: str, config: OpenAIProviderConfig, env: Mapping[str, str]) -> None:
-        self.name = name
-        self.config = config
-        self._env = env
-        self._key: str | None = None
-        self._key_origin: str | None = None
-        """Where the key came from: a variable's name, the config key, None for the
-        placeholder."""
-        self._client: httpx2.AsyncClient | None = None
-        self._headers: dict[str, str] = {}
-
-    def client(self) -> httpx2.AsyncClient:
-        if self._client is None:
-            if (routed := self.config.editor_headers()) is not None:
-                # Routed by the editor: exactly its headers, no key of ours.
-                self._headers = {**self._request_headers(None), **routed}
-            else:
-                self._key = self._api_key()
-                self._headers = self._request_headers(self._key)
-            self._client = new_client(self.config.timeout)
-        return self._client
 
     def model(self, model_id: str) -> ModelConfig | None:
         """The configured model with this id, if any."""
         return next((model for model in self.config.models if model.id == model_id), None)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
     def open_stream(
         self,
@@ -210,11 +184,8 @@ class OpenAIConnection:
             "check that the model id names a deployment of this resource, and "
             f"providers.{self.name}.api_version"
         )
-        return provider_endpoint(
-            self.name,
+        return self._endpoint_at(
             self.base_url(),
-            self.config.timeout,
-            self.config.editor_headers(),
             lambda: (self._key_description(), self._key_fix(), self._real_key()),
             not_found_hint=deployment_hint if self.config.type == "azure-openai" else None,
         )

@@ -43,7 +43,7 @@ from ..messages import (
     Usage,
     model_parts,
 )
-from ._openai_chat_mapping import file_name
+from ._openai_chat_mapping import data_url, file_name
 from ._tool_calls import StreamedCall, parse_tool_arguments, whole_tool_call
 from ._wire import dumps
 from .base import UnsupportedPart
@@ -178,19 +178,15 @@ def _input_text(part: TextPart) -> ResponseInputTextParam:
 
 
 def _input_image(part: ImagePart) -> ResponseInputImageParam:
-    return {"type": "input_image", "image_url": _data_url(part), "detail": "auto"}
+    return {"type": "input_image", "image_url": data_url(part), "detail": "auto"}
 
 
 def _input_file(part: DocumentPart) -> ResponseInputFileParam:
     return {
         "type": "input_file",
         "filename": file_name(part),
-        "file_data": f"data:{part.mime_type};base64,{part.data}",
+        "file_data": data_url(part),
     }
-
-
-def _data_url(part: ImagePart) -> str:
-    return f"data:{part.mime_type};base64,{part.data}"
 
 
 def _assistant_items(parts: Sequence[Part]) -> list[ResponseInputItemParam]:
@@ -274,7 +270,7 @@ def _tool_output(part: Part) -> FunctionCallOutput:
             case TextPart():
                 output.append({"type": "input_text", "text": item.text})
             case ImagePart():
-                output.append({"type": "input_image", "image_url": _data_url(item)})
+                output.append({"type": "input_image", "image_url": data_url(item)})
     return {"type": "function_call_output", "call_id": part.tool_call_id, "output": output}
 
 

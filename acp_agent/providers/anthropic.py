@@ -1,9 +1,9 @@
 """Anthropic's Messages API: directly, or through Amazon Bedrock or Google Vertex AI.
 
 The request and stream mappers live in `_anthropic_mapping` and `_anthropic_stream`; this
-module owns the HTTP client, the API key, and what the server's errors report, handed as
-plain data to the one error table (`_error_table`); the stream's open and close are the
-shared skeleton's (`_http_stream`).
+module owns the API key and what the server's errors report, handed as plain data to the
+one error table (`_error_table`); the HTTP client is the providers' shared skeleton's
+(`_provider_client`), as are the stream's open and close (`_http_stream`).
 
 The direct API is called with httpx2 (`_http_client`), as the `anthropic` SDK would call it
 (the same URL, `anthropic-version`, authentication and JSON body, built from each message's
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import httpx2
 
+from ..config import AnthropicProviderConfig
 from ..messages import StreamEvent
 from . import _lazy_import
 from ._anthropic_mapping import (
@@ -41,17 +42,16 @@ from ._anthropic_mapping import (
 )
 from ._anthropic_stream import EventMapper
 from ._error_table import Endpoint, Failure, error_for, http_error, timed_out, transport_error
-from ._http_client import TRANSPORT_ERRORS, json_headers, new_client, post_stream
+from ._http_client import TRANSPORT_ERRORS, json_headers, post_stream
 from ._http_stream import ended_early, open_stream
 from ._message_cache import ConvertedMessages
+from ._provider_client import ProviderClient
 from ._transport import checked_event_stream, redact
 from ._wire import loads, server_sent_events
 from .base import ModelRequest, model_inputs
 from .errors import AuthError, ProviderError, key_fix
-from .routing import provider_endpoint
 
 if TYPE_CHECKING:
-    from ..config import AnthropicProviderConfig
     from ._anthropic_sdk import CloudClient
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -62,26 +62,17 @@ equal), the API version whose events the mapping reads."""
 _SDK = "acp_agent.providers._anthropic_sdk"
 
 
-class AnthropicProvider:
+class AnthropicProvider(ProviderClient[AnthropicProviderConfig]):
     def __init__(self, name: str, config: AnthropicProviderConfig, env: Mapping[str, str]) -> None:
-        self.name = name
-        self._config = config
-        self._env = env
-        self._key: str | None = None
-        self._key_origin: str | None = None
-        """The variable (or config key) the key came from, to name it when it is refused."""
+        super().__init__(name, config, env)
         self._key_is_stored = False
         """The key is the one `acp-agent login` stored (neither config nor env gave one)."""
-        self._http: httpx2.AsyncClient | None = None
-        self._headers: dict[str, str] = {}
         self._cloud: CloudClient | None = None
         self._errors: tuple[type[Exception], ...] = TRANSPORT_ERRORS
         self._blocks: ConvertedMessages[MessageBlocks] = ConvertedMessages(message_blocks)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            http, self._http = self._http, None
-            await http.aclose()
+        await super().aclose()
         if self._cloud is not None:
             cloud, self._cloud = self._cloud, None
             await cloud.aclose()
@@ -89,8 +80,8 @@ class AnthropicProvider:
     def stream(
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        if self._config.type == "anthropic":
-            self._client()  # a missing key fails here, before any work
+        if self.config.type == "anthropic":
+            self.client()  # a missing key fails here, before any work
         return open_stream(
             self.name,
             lambda: self._send(request),
@@ -101,13 +92,13 @@ class AnthropicProvider:
 
     async def _send(self, request: ModelRequest) -> httpx2.Response:
         """POST the request; the response comes back unread, to stream its bytes."""
-        inputs = model_inputs(self._config, request.model)
+        inputs = model_inputs(self.config, request.model)
         blocks = self._blocks.values(request.messages, inputs)
-        caching = self._config.prompt_caching
-        if self._config.type == "anthropic":
+        caching = self.config.prompt_caching
+        if self.config.type == "anthropic":
             url = f"{self._base_url().rstrip('/')}/v1/messages"
             body = to_body(request, blocks, caching=caching)
-            return await post_stream(self._client(), url, headers=self._headers, content=body)
+            return await post_stream(self.client(), url, headers=self._headers, content=body)
         cloud = await self._cloud_client()
         params = to_params(request, caching=caching, blocks=blocks)
         try:
@@ -161,24 +152,18 @@ class AnthropicProvider:
 
     # --- clients ---------------------------------------------------------------------------
 
-    def _client(self) -> httpx2.AsyncClient:
-        if self._http is None:
-            self._headers = {**json_headers(), "anthropic-version": API_VERSION}
-            if (routed := self._config.editor_headers()) is not None:
-                # Routed by the editor: exactly its headers, no key of ours.
-                self._headers.update(routed)
-            else:
-                self._key = self._api_key()
-                self._headers["Authorization"] = f"Bearer {self._key}"
-            self._http = new_client(self._config.timeout)
-        return self._http
+    def _request_headers(self, key: str | None) -> dict[str, str]:
+        headers = {**json_headers(), "anthropic-version": API_VERSION}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
 
     async def _cloud_client(self) -> CloudClient:
         if self._cloud is None:
             await _lazy_import.finish(_SDK)
             from ._anthropic_sdk import CloudClient, CloudSettings
 
-            config = self._config
+            config = self.config
             self._key = self._explicit_key()
             settings = CloudSettings(
                 provider=self.name,
@@ -194,32 +179,32 @@ class AnthropicProvider:
         return self._cloud
 
     def _api_key(self) -> str:
-        key = self._config.resolve_api_key(self._env)
+        key = self.config.resolve_api_key(self._env)
         if key is not None:
-            if self._config.api_key:
+            if self.config.api_key:
                 self._key_origin = f"providers.{self.name}.api_key"
             else:
-                self._key_origin = self._config.api_key_env or DEFAULT_KEY_ENV
+                self._key_origin = self.config.api_key_env or DEFAULT_KEY_ENV
             return key
-        if (stored := self._config.stored_key()) is not None:
+        if (stored := self.config.stored_key()) is not None:
             self._key_is_stored = True
             return stored
-        variable = self._config.api_key_env or DEFAULT_KEY_ENV
+        variable = self.config.api_key_env or DEFAULT_KEY_ENV
         raise AuthError(self.name, f"no API key: {variable} is not set", fix=self._key_fix())
 
     def _explicit_key(self) -> str | None:
         """Bedrock's API key (bearer token) or Vertex's access token, only if configured."""
-        if self._config.api_key:
+        if self.config.api_key:
             self._key_origin = f"providers.{self.name}.api_key"
-            return self._config.api_key
-        if self._config.api_key_env:
-            self._key_origin = self._config.api_key_env
-            return self._env.get(self._config.api_key_env) or None
+            return self.config.api_key
+        if self.config.api_key_env:
+            self._key_origin = self.config.api_key_env
+            return self._env.get(self.config.api_key_env) or None
         return None
 
     def _key_fix(self) -> str:
         setting = f"providers.{self.name}.api_key_env"
-        match self._config.type:
+        match self.config.type:
             case "anthropic-bedrock":
                 return (
                     "set AWS credentials: AWS_PROFILE to a profile in ~/.aws/config (run "
@@ -238,8 +223,8 @@ class AnthropicProvider:
         return key_fix(
             self.name,
             stored=self._key_is_stored,
-            api_key_env=self._config.api_key_env,
-            api_key=bool(self._config.api_key),
+            api_key_env=self.config.api_key_env,
+            api_key=bool(self.config.api_key),
             default_env=DEFAULT_KEY_ENV,
         )
 
@@ -283,14 +268,11 @@ class AnthropicProvider:
             "check the model id and that the model is enabled in the region, "
             f"providers.{self.name}.region"
         )
-        return provider_endpoint(
-            self.name,
+        return self._endpoint_at(
             self._base_url(),
-            self._config.timeout,
-            self._config.editor_headers(),
             self._own_credentials,
             api_prefix="/v1",
-            not_found_hint=None if self._config.type == "anthropic" else region_hint,
+            not_found_hint=None if self.config.type == "anthropic" else region_hint,
         )
 
     def _own_credentials(self) -> tuple[str, str, str | None]:
@@ -301,9 +283,9 @@ class AnthropicProvider:
         return redact(text, self._key)
 
     def _base_url(self) -> str:
-        if self._config.base_url:
-            return self._config.base_url
-        match self._config.type:
+        if self.config.base_url:
+            return self.config.base_url
+        match self.config.type:
             case "anthropic-bedrock":
                 return "Amazon Bedrock"
             case "anthropic-vertex":

@@ -116,18 +116,18 @@ class ProjectKnowledge:
         return True
 
     def prompt_files(self, session: Session) -> PromptFiles:
-        view = self.view(session)
-        if view.prompt_files is None:
-            self.refresh(session)
-        assert view.prompt_files is not None
-        return view.prompt_files
+        return self._found(session)[1]
 
     def skills(self, session: Session) -> SkillCatalog:
+        return self._found(session)[0]
+
+    def _found(self, session: Session) -> tuple[SkillCatalog, PromptFiles]:
+        """The skills and prompt files found last; found now when they never were."""
         view = self.view(session)
-        if view.skills is None:
+        if view.skills is None or view.prompt_files is None:
             self.refresh(session)
-        assert view.skills is not None
-        return view.skills
+        assert view.skills is not None and view.prompt_files is not None
+        return view.skills, view.prompt_files
 
     def system_prompt(
         self,
