@@ -11,7 +11,9 @@ every phase the configured timeout. An error status is read whole and raised as
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 from collections.abc import Mapping
 
 import httpx2
@@ -49,7 +51,43 @@ stream event that is not JSON (from `_wire.loads`)."""
 
 
 def new_client(timeout: float) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(timeout=httpx2.Timeout(timeout), follow_redirects=True)
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(timeout), follow_redirects=True, transport=TlsWhenNeeded()
+    )
+
+
+@functools.cache
+def verified_tls() -> ssl.SSLContext:
+    """The TLS context httpx would make (certifi's CAs, `SSL_CERT_FILE`/`SSL_CERT_DIR`
+    honoured), made once for every provider: loading the CAs costs 20-40 ms a time."""
+    return httpx2.create_ssl_context(verify=True, trust_env=True)
+
+
+class TlsWhenNeeded(httpx2.AsyncBaseTransport):
+    """The transport httpx would make, with its TLS set up on the first `https` request
+    instead of with the client: a provider on `http://localhost` (Ollama, vLLM, a
+    LiteLLM proxy) never waits for the CAs to load before its first request.
+
+    Plain `http` requests go through a pool whose TLS context trusts no one, so that it
+    fails closed should it ever be asked for TLS."""
+
+    def __init__(self) -> None:
+        self._plain: httpx2.AsyncHTTPTransport | None = None
+        self._tls: httpx2.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.scheme == "https":
+            if self._tls is None:
+                self._tls = httpx2.AsyncHTTPTransport(verify=verified_tls())
+            return await self._tls.handle_async_request(request)
+        if self._plain is None:
+            self._plain = httpx2.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+        return await self._plain.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self._plain, self._tls):
+            if transport is not None:
+                await transport.aclose()
 
 
 async def post_stream(
