@@ -4,7 +4,9 @@ The agent runs as a subprocess under `python -X importtime`, which writes a line
 as each module finishes importing (by an `import` statement: a module that
 `importlib.import_module` loads has no line of its own, only what it imports); stderr is
 unbuffered, so once an answer is on stdout, every import that happened before it is in the
-file. The tests read that file the moment the answer they wait for arrives.
+file. The tests read that file the moment the answer they wait for arrives; for
+`initialize`, which the agent outruns at once, it marks the answer in stderr itself
+(`MARKING_AGENT`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,28 @@ VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google", "
 TIMEOUT = 60.0
 
 
+ANSWERED_MARK = "--- the first initialize is answered"
+MARKING_AGENT = f"""
+import runpy, sys
+from acp_agent.protocol import dialect
+
+written = dialect.write_all
+
+def write_then_mark(fd, data):
+    written(fd, data)
+    dialect.write_all = written
+    sys.stderr.write({ANSWERED_MARK!r} + "\\n")
+    sys.stderr.flush()
+
+dialect.write_all = write_then_mark
+sys.argv = ["acp_agent"]
+runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
+"""
+"""`python -m acp_agent` that marks in stderr the moment the fast path has written its
+`initialize` answer: the agent imports on at once, so what the client reads after the
+answer arrived can already list later imports."""
+
+
 class Agent:
     """`python -X importtime -m acp_agent` with newline-delimited JSON-RPC on stdio."""
 
@@ -34,7 +58,7 @@ class Agent:
         self.stderr_path = stderr
         self._stderr = stderr.open("w", encoding="utf-8")
         self.process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "acp_agent"],
+            [sys.executable, "-X", "importtime", "-c", MARKING_AGENT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -66,11 +90,20 @@ class Agent:
 
     def imported(self) -> set[str]:
         """Every module imported so far (its import finished)."""
-        names = set()
-        for line in self.stderr_path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("import time:") and "self [us]" not in line:
-                names.add(line.rsplit("|", 1)[1].strip())
-        return names
+        return self._imports(self.stderr_path.read_text(encoding="utf-8").splitlines())
+
+    def imported_before_initialize_answered(self) -> set[str]:
+        lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
+        assert ANSWERED_MARK in lines, "the fast path did not answer `initialize`"
+        return self._imports(lines[: lines.index(ANSWERED_MARK)])
+
+    @staticmethod
+    def _imports(lines: list[str]) -> set[str]:
+        return {
+            line.rsplit("|", 1)[1].strip()
+            for line in lines
+            if line.startswith("import time:") and "self [us]" not in line
+        }
 
     def stderr_tail(self) -> str:
         lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
@@ -186,7 +219,7 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     echo_agent: Agent, tmp_path: Path
 ) -> None:
     echo_agent.answer(echo_agent.request("initialize", INITIALIZE))
-    at_initialize = echo_agent.imported()
+    at_initialize = echo_agent.imported_before_initialize_answered()
     new = echo_agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     session = echo_agent.answer(new)
     loaded = echo_agent.imported()
