@@ -36,19 +36,20 @@ from acp_agent.protocol import dialect
 
 written = dialect.write_all
 
-def write_then_mark(fd, data):
-    written(fd, data)
+def mark_then_write(fd, data):
     dialect.write_all = written
     sys.stderr.write({ANSWERED_MARK!r} + "\\n")
     sys.stderr.flush()
+    written(fd, data)
 
-dialect.write_all = write_then_mark
+dialect.write_all = mark_then_write
 sys.argv = ["acp_agent"]
 runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
 """
-"""`python -m acp_agent` that marks in stderr the moment the fast path has written its
-`initialize` answer: the agent imports on at once, so what the client reads after the
-answer arrived can already list later imports."""
+"""`python -m acp_agent` that marks in stderr the moment the fast path writes its
+`initialize` answer (the answer encoded: nothing is imported between the mark and the
+write; the mark first, so it is in the file when the answer arrives): the agent imports on
+at once, so what the client reads after the answer arrived can already list later imports."""
 
 
 class Agent:
