@@ -26,9 +26,9 @@ from .protocol import schema as s
 from .protocol.client import ClientProxy
 from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .protocol.providers import DisableProvider, ListProviders, SetProvider
-from .protocol.requests import Cancel, Prompt, SessionSetup
+from .protocol.requests import OneSession, Prompt, SessionSetup
 from .protocol.schema import dump
-from .protocol.session_meta import AuthStatus, ListSessions, OneSession, SetTitle
+from .protocol.session_meta import AuthStatus, ListSessions, SetTitle
 from .protocol.v2_cancel import Piece
 from .provider_routes import ProviderRoutes, RouteError
 from .providers import AuthError, ProviderError
@@ -289,7 +289,7 @@ class Agent:
                 await self._announce_options(session)
         return {"stopReason": outcome.stop_reason}
 
-    async def cancel(self, notification: Cancel) -> None:
+    async def cancel(self, notification: OneSession) -> None:
         self._sessions.cancel(notification.session_id)
 
     async def cancel_piece(self, session_id: str, piece: Piece, piece_id: str) -> bool:

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import providers, requests, session_meta, v2_cancel
-from .requests import Cancel, ModelReader, Prompt, Reader, SessionSetup
+from .requests import ModelReader, OneSession, Prompt, Reader, SessionSetup
 from .v2_cancel import Piece
 
 if TYPE_CHECKING:
     from . import schema as s
     from .legacy import SetSessionModelRequest
     from .providers import DisableProvider, ListProviders, SetProvider
-    from .session_meta import AuthStatus, ListSessions, OneSession, SetTitle
+    from .session_meta import AuthStatus, ListSessions, SetTitle
 
 Answer = Any
 """What a request answers: a JSON value, or `rpc.FollowedBy` one."""
@@ -59,7 +59,7 @@ class AcpAgent(Protocol):
         """`inserted`: awaited with the user message's id as it joins the history."""
         ...
 
-    async def cancel(self, notification: Cancel) -> None: ...
+    async def cancel(self, notification: OneSession) -> None: ...
     async def cancel_piece(self, session_id: str, piece: Piece, piece_id: str) -> bool:
         """Cancel one running tool call or terminal of the session, not its turn; False:
         nothing of the session runs under that id."""
@@ -126,9 +126,9 @@ REQUESTS = {
         Method("providers/disable", providers.disable_provider, lambda a, r: a.disable_provider(r)),
         # Unstable (`session_meta`): titles, archives and status of sessions, auth status.
         Method("session/set_title", session_meta.set_title, lambda a, r: a.set_title(r)),
-        Method("session/archive", session_meta.one_session, lambda a, r: a.archive_session(r)),
-        Method("session/unarchive", session_meta.one_session, lambda a, r: a.unarchive_session(r)),
-        Method("session/status", session_meta.one_session, lambda a, r: a.session_status(r)),
+        Method("session/archive", requests.one_session, lambda a, r: a.archive_session(r)),
+        Method("session/unarchive", requests.one_session, lambda a, r: a.unarchive_session(r)),
+        Method("session/status", requests.one_session, lambda a, r: a.session_status(r)),
         Method("auth/status", session_meta.auth_status, lambda a, r: a.auth_status(r)),
         # Legacy (older v1 clients); its model is not in acp.schema.
         Method(
@@ -156,5 +156,5 @@ REQUESTS_V2 = {
 """v2's table; `auth/login` is the server's, as `authenticate` (see `HANDSHAKE`)."""
 
 NOTIFICATIONS = {
-    m.name: m for m in (Method("session/cancel", requests.cancel, lambda a, n: a.cancel(n)),)
+    m.name: m for m in (Method("session/cancel", requests.one_session, lambda a, n: a.cancel(n)),)
 }

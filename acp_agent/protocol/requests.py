@@ -53,7 +53,9 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
-class Cancel:
+class OneSession:
+    """`session/cancel`, `archive`, `unarchive` and `status`: the session they name."""
+
     session_id: str
 
 
@@ -82,9 +84,8 @@ def prompt(params: dict[str, Any]) -> Prompt:
     return Prompt(session_id, prompt_message([obj(b, f"prompt.{i}") for i, b in enumerate(blocks)]))
 
 
-def cancel(params: dict[str, Any]) -> Cancel:
-    session_id = text(params, "sessionId")
-    return Cancel(session_id)
+def one_session(params: dict[str, Any]) -> OneSession:
+    return OneSession(text(params, "sessionId"))
 
 
 def read_params(method: str, reader: Reader, params: Any) -> Any:

@@ -35,13 +35,6 @@ AUTH_STATES = {
 
 
 @dataclass(frozen=True, slots=True)
-class OneSession:
-    """`session/archive`, `unarchive` and `status`: the session they name."""
-
-    session_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class SetTitle:
     session_id: str
     title: str
@@ -57,10 +50,6 @@ class ListSessions:
 @dataclass(frozen=True, slots=True)
 class AuthStatus:
     pass
-
-
-def one_session(params: dict[str, Any]) -> OneSession:
-    return OneSession(text(params, "sessionId"))
 
 
 def set_title(params: dict[str, Any]) -> SetTitle:
