@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from schema_support import assert_frames_from_agent
+
 TIMEOUT = 30
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 
@@ -28,7 +30,25 @@ def replies(stdin: bytes, cwd: Path) -> list[dict[str, Any]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    return checked_replies(done.stdout, stdin)
+
+
+def checked_replies(stdout: bytes, stdin: bytes) -> list[dict[str, Any]]:
+    """The agent's frames in `stdout`, each checked against the v1 schema (`stdin`, what
+    the client wrote, says which method each answer answers)."""
+    got = [json.loads(line) for line in stdout.splitlines()]
+    assert_frames_from_agent("v1", got, client_frames(stdin))
+    return got
+
+
+def client_frames(stdin: bytes) -> list[dict[str, Any]]:
+    frames = []
+    for line in stdin.splitlines():
+        try:
+            frames.append(json.loads(line))
+        except ValueError:
+            continue  # the unreadable lines some tests send on purpose answer no method
+    return frames
 
 
 def new_session(request_id: int, cwd: Path) -> dict[str, Any]:
@@ -79,9 +99,10 @@ def test_a_first_frame_written_in_pieces_is_answered(tmp_path: Path) -> None:
     for piece in (whole[:7], whole[7:30], whole[30:]):
         agent.stdin.write(piece)
         agent.stdin.flush()
-    answer = json.loads(agent.stdout.readline())
+    first_line = agent.stdout.readline()  # answered before the input ends
     agent.stdin.close()
     assert agent.wait(TIMEOUT) == 0
+    (answer,) = checked_replies(first_line + agent.stdout.read(), whole)
     assert answer["id"] == 0 and answer["result"]["protocolVersion"] == 1
 
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from schema_support import assert_frames_from_agent
+
 from acp_agent import paths
 
 TIMEOUT = 30
@@ -44,12 +46,11 @@ def initialize_answer(*args: str, cwd: Path) -> tuple[dict[str, object], str]:
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(INITIALIZE) + "\n")
     process.stdin.flush()
-    answer = json.loads(process.stdout.readline())
-    process.stdin.close()  # the editor leaves: the agent exits
-    assert process.stderr is not None
-    errors = process.stderr.read()
-    process.wait(timeout=TIMEOUT)
-    return answer, errors
+    first_line = process.stdout.readline()
+    rest, errors = process.communicate(timeout=TIMEOUT)  # the editor leaves: the agent exits
+    frames = [json.loads(line) for line in (first_line + rest).splitlines()]
+    assert_frames_from_agent("v1", frames, [INITIALIZE])
+    return frames[0], errors
 
 
 def run_logs() -> list[Path]:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from schema_support import assert_frames_from_agent
+
 TIMEOUT = 30
 
 
@@ -33,6 +35,7 @@ def serve_one_session(tmp_path: Path, *args: str) -> subprocess.CompletedProcess
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r.get("id") for r in replies if "id" in r] == [1, 2], done.stderr.decode()
     assert all("error" not in r for r in replies), replies
+    assert_frames_from_agent("v1", replies, frames)
     return done
 
 

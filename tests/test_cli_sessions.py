@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from schema_support import assert_frames_from_agent
 
 from acp_agent import paths
 
@@ -73,7 +74,8 @@ def backdate(session_id: str, days: int) -> None:
 
 
 class Editor:
-    """A plain `acp-agent` served over a pipe, spoken to as an editor speaks to it."""
+    """A plain `acp-agent` served over a pipe, spoken to as an editor speaks to it; every
+    frame the agent writes is checked against the v1 schema."""
 
     def __init__(self, cwd: Path) -> None:
         self.process = subprocess.Popen(
@@ -85,12 +87,14 @@ class Editor:
         )
         self._ids = iter(range(1, 1_000_000))
         self._buffer = b""
+        self._sent: list[dict[str, Any]] = []
         self.call("initialize", {"protocolVersion": 1})
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request; its response (what arrives before it is passed over)."""
         request_id = next(self._ids)
         frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self._sent.append(frame)
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(frame).encode() + b"\n")
         self.process.stdin.flush()
@@ -111,8 +115,10 @@ class Editor:
 
     def exit(self) -> int:
         """Close its input, as an editor that quits does; its exit status."""
-        assert self.process.stdin is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
+        rest, self._buffer = self._buffer + self.process.stdout.read(), b""
+        self._check([json.loads(line) for line in rest.splitlines()])
         return self.process.wait(timeout=TIMEOUT)
 
     def _next(self) -> dict[str, Any]:
@@ -127,7 +133,11 @@ class Editor:
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         message: dict[str, Any] = json.loads(line)
+        self._check([message])
         return message
+
+    def _check(self, frames: list[dict[str, Any]]) -> None:
+        assert_frames_from_agent("v1", frames, self._sent)
 
 
 @contextmanager

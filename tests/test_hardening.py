@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from fake_llm import FakeLLM
+from schema_support import assert_frames_from_agent
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
@@ -312,11 +313,13 @@ def test_a_command_run_by_the_agents_own_shell_reads_no_key_of_the_agent(user: U
         )
         guard = threading.Timer(TIMEOUT, agent.kill)  # a hang fails the test, not the run
         guard.start()
+        sent: list[dict[str, Any]] = []
         try:
-            stop_reason = _prompt_once(agent, workspace, PEEK_PROMPT)
+            stop_reason = _prompt_once(agent, workspace, PEEK_PROMPT, sent)
         finally:
             guard.cancel()
-            agent.communicate(timeout=TIMEOUT)  # stdin's end ends the agent
+            rest, _ = agent.communicate(timeout=TIMEOUT)  # stdin's end ends the agent
+        assert_frames_from_agent("v1", [json.loads(line) for line in rest.splitlines()], sent)
         output = tool_output(fake)
         log.seek(0)
         stderr = log.read()
@@ -326,13 +329,17 @@ def test_a_command_run_by_the_agents_own_shell_reads_no_key_of_the_agent(user: U
     assert SECRET not in stderr
 
 
-def _prompt_once(agent: subprocess.Popen[str], cwd: Path, text: str) -> str:
-    """A client without terminals or fs: one session, one prompt, every permission granted."""
+def _prompt_once(
+    agent: subprocess.Popen[str], cwd: Path, text: str, sent: list[dict[str, Any]]
+) -> str:
+    """A client without terminals or fs: one session, one prompt, every permission granted.
+    Each frame it sends is added to `sent`; each it reads is checked against the v1 schema."""
     to_agent, from_agent = agent.stdin, agent.stdout
     assert to_agent is not None and from_agent is not None
     ids = iter(range(1, 100))
 
     def send(message: dict[str, Any]) -> None:
+        sent.append(message)
         to_agent.write(json.dumps(message) + "\n")
         to_agent.flush()
 
@@ -341,6 +348,7 @@ def _prompt_once(agent: subprocess.Popen[str], cwd: Path, text: str) -> str:
         send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
         for line in from_agent:
             message = json.loads(line)
+            assert_frames_from_agent("v1", [message], sent)
             if message.get("id") == number and "method" not in message:
                 assert "error" not in message, message
                 return message["result"]

@@ -24,6 +24,7 @@ from typing import IO, Any
 import pytest
 from fake_anthropic import FakeAnthropic, anthropic_reply
 from fake_llm import FakeLLM
+from schema_support import assert_frames_from_agent
 
 VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google", "opentelemetry")
 TIMEOUT = 60.0
@@ -53,7 +54,10 @@ at once, so what the client reads after the answer arrived can already list late
 
 
 class Agent:
-    """`python -X importtime -m acp_agent` with newline-delimited JSON-RPC on stdio."""
+    """`python -X importtime -m acp_agent` with newline-delimited JSON-RPC on stdio; every
+    frame it writes is checked against the v1 schema when it is closed (not as each frame
+    arrives: checking takes long enough for the agent to import on before a test reads
+    what it imported)."""
 
     def __init__(self, env: dict[str, str], cwd: Path, stderr: Path) -> None:
         self.stderr_path = stderr
@@ -67,10 +71,13 @@ class Agent:
             cwd=cwd,
         )
         self._next_id = 0
+        self._sent: list[dict[str, Any]] = []
+        self._received: list[dict[str, Any]] = []
 
     def request(self, method: str, params: dict[str, Any]) -> int:
         self._next_id += 1
         frame = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        self._sent.append(frame)
         stdin = self._pipe(self.process.stdin)
         stdin.write(json.dumps(frame).encode() + b"\n")
         stdin.flush()
@@ -80,6 +87,7 @@ class Agent:
         line = self._pipe(self.process.stdout).readline()
         assert line, f"the agent closed stdout; stderr:\n{self.stderr_tail()}"
         message: dict[str, Any] = json.loads(line)
+        self._received.append(message)
         return message
 
     def answer(self, request_id: int) -> Any:
@@ -117,8 +125,12 @@ class Agent:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self._pipe(self.process.stdout).close()
+        stdout = self._pipe(self.process.stdout)
+        rest = stdout.read()
+        stdout.close()
         self._stderr.close()
+        self._received += [json.loads(line) for line in rest.splitlines()]
+        assert_frames_from_agent("v1", self._received, self._sent)
 
     @staticmethod
     def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
