@@ -4,9 +4,8 @@ The agent runs as a subprocess under `python -X importtime`, which writes a line
 as each module finishes importing (by an `import` statement: a module that
 `importlib.import_module` loads has no line of its own, only what it imports); stderr is
 unbuffered, so once an answer is on stdout, every import that happened before it is in the
-file. The tests read that file the moment the answer they wait for arrives; for
-`initialize`, which the agent outruns at once, it marks the answer in stderr itself
-(`MARKING_AGENT`).
+file. The agent imports on at once, so the tests read the file only up to the mark it
+writes before each answer (`MARKING_AGENT`).
 """
 
 from __future__ import annotations
@@ -30,27 +29,31 @@ VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google", "
 TIMEOUT = 60.0
 
 
-ANSWERED_MARK = "--- the first initialize is answered"
+WRITING_MARK = "--- frames written, counting these: "
 MARKING_AGENT = f"""
 import runpy, sys
 from acp_agent.protocol import dialect
+from acp_agent.rpc import framing
 
-written = dialect.write_all
+write_all = framing.write_all
+frames = 0
 
 def mark_then_write(fd, data):
-    dialect.write_all = written
-    sys.stderr.write({ANSWERED_MARK!r} + "\\n")
+    global frames
+    frames += data.count(b"\\n")
+    sys.stderr.write({WRITING_MARK!r} + str(frames) + "\\n")
     sys.stderr.flush()
-    written(fd, data)
+    write_all(fd, data)
 
-dialect.write_all = mark_then_write
+dialect.write_all = framing.write_all = mark_then_write
 sys.argv = ["acp_agent"]
 runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
 """
-"""`python -m acp_agent` that marks in stderr the moment the fast path writes its
-`initialize` answer (the answer encoded: nothing is imported between the mark and the
-write; the mark first, so it is in the file when the answer arrives): the agent imports on
-at once, so what the client reads after the answer arrived can already list later imports."""
+"""`python -m acp_agent` that marks in stderr each time it is about to write frames (the
+fast path's `initialize` answer, then the server's writes), with how many it will have
+written: the agent imports on at once after an answer, so the client, reading stderr once
+the answer arrived, could see later imports; what came before the mark came before the
+answer. The mark goes first, so it is in the file when the answer arrives."""
 
 
 class Agent:
@@ -98,13 +101,14 @@ class Agent:
                 return message["result"]
 
     def imported(self) -> set[str]:
-        """Every module imported so far (its import finished)."""
-        return self._imports(self.stderr_path.read_text(encoding="utf-8").splitlines())
-
-    def imported_before_initialize_answered(self) -> set[str]:
+        """Every module imported before the agent wrote the last frame received (its
+        import finished)."""
         lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
-        assert ANSWERED_MARK in lines, "the fast path did not answer `initialize`"
-        return self._imports(lines[: lines.index(ANSWERED_MARK)])
+        written = len(self._received)
+        for index, line in enumerate(lines):
+            if line.startswith(WRITING_MARK) and int(line.removeprefix(WRITING_MARK)) >= written:
+                return self._imports(lines[:index])
+        raise AssertionError(f"no mark of the agent writing frame {written}")
 
     @staticmethod
     def _imports(lines: list[str]) -> set[str]:
@@ -232,7 +236,7 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     echo_agent: Agent, tmp_path: Path
 ) -> None:
     echo_agent.answer(echo_agent.request("initialize", INITIALIZE))
-    at_initialize = echo_agent.imported_before_initialize_answered()
+    at_initialize = echo_agent.imported()
     new = echo_agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     session = echo_agent.answer(new)
     loaded = echo_agent.imported()

@@ -115,7 +115,7 @@ class AcpServer:
             negotiate(params)  # negotiated as read (`receive_request`); here the errors
             answer = self._dialect.initialize_response(self._handshake)
             # Warm up once the answer is out: the import thread would slow its writing.
-            return FollowedBy(answer, self._warm_up_after_flush)
+            return FollowedBy(answer, self._warm_up_after_answer)
         if method == self._dialect.login_method:
             answer = answer_authenticate(self._handshake, params)  # no waiting for start-up
             return FollowedBy(answer, self._auth_changed)
@@ -226,8 +226,7 @@ class AcpServer:
 
     # --- warm-up -------------------------------------------------------------------------
 
-    async def _warm_up_after_flush(self) -> None:
-        await self._endpoint.flush()
+    async def _warm_up_after_answer(self) -> None:
         self._start_warm_up()
 
     def _start_warm_up(self) -> None:

@@ -339,7 +339,8 @@ class Endpoint:
 
     async def _respond(self, call: _Inbound) -> None:
         """Write the work's outcome (a response JSON cannot carry becomes -32603), then
-        run its follow-up, if any (for a batch entry: once the batch's array is written)."""
+        run its follow-up, if any, once the response is written (for a batch entry: the
+        batch's array): its work must not hold up the answer's write."""
         reply = await self._outcome(call)
         follow_up = None
         if isinstance(reply.result, FollowedBy):
@@ -354,6 +355,7 @@ class Endpoint:
         await call.answers.add(frame)
         await call.answers.sent()
         if follow_up is not None:
+            await self.flush()
             await self._run_follow_up(call.method, follow_up)
 
     async def _run_follow_up(self, method: str, follow_up: Callable[[], Awaitable[None]]) -> None:
