@@ -624,6 +624,28 @@ async def test_a_follow_up_runs_after_its_response_is_written(serving: Serving) 
     assert flushed == [True]
 
 
+async def test_a_follow_up_starts_only_once_its_response_is_written(handler: Handler) -> None:
+    """The follow-up's work (a session's tools, the warm-up) must not hold up the answer:
+    it starts when the answer is written, not when it is queued for a slow writer."""
+    seen_at_start: list[bytes] = []
+
+    class Following(Handler):
+        async def handle_request(self, method: str, params: Any) -> Any:
+            async def follow_up() -> None:
+                seen_at_start.append(bytes(sink.written))
+
+            return FollowedBy({"answered": True}, follow_up)
+
+    to_endpoint, endpoint_input = anyio.create_memory_object_stream[bytes](1)
+    sink = SlowSink()
+    endpoint = Endpoint(StreamSource(endpoint_input), sink)
+    await to_endpoint.send(b'{"jsonrpc":"2.0","id":1,"method":"follow"}\n')
+    await to_endpoint.aclose()
+    with anyio.fail_after(5):
+        await endpoint.serve(Following())
+    assert seen_at_start == [b'{"jsonrpc":"2.0","id":1,"result":{"answered":true}}\n']
+
+
 # --- no frame can end the connection (issue 7) ------------------------------------------
 
 
