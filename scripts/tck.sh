@@ -18,7 +18,9 @@ trap 'rm -rf "$home"' EXIT
 # The cancel tests need a turn that is still streaming when session/cancel lands: the echo
 # provider's @slow directive paces its words.
 cancel_prompt=$'Count slowly.\n@slow 0.2\none two three four five six seven eight nine ten eleven twelve'
-PYTHONPATH="$kit" exec "$root/.venv/bin/python" -m tck \
+# The kit runs pytest here: one process, not this project's `-n auto` (its workers would
+# leave the kit's own report empty, every requirement NOT TESTED).
+PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -n 0" PYTHONPATH="$kit" "$root/.venv/bin/python" -m tck \
   --protocol-version "$version" \
   --agent-env "HOME=$home" \
   --agent-env "ACP_AGENT_CONFIG=$root/configs/echo.toml" \
