@@ -7,28 +7,24 @@ plain data (`model.py`). Importing it does not import `mcp`; the first connectio
 
 from ._names import qualified_name
 from .editor import EditorMcp, EditorMcpAnswer, EditorMcpFailed, EditorMcpMessage
-from .errors import CallFailed, McpError, ServerUnavailable, UnknownName
+from .errors import CallFailed, McpError, ServerUnavailable
 from .hub import McpHub
 from .model import (
     AudioContent,
     ElicitationReply,
     ElicitationRequest,
     HubHandlers,
-    McpContent,
     McpProgress,
     McpPromptInfo,
     McpToolInfo,
     McpToolResult,
-    PromptArgument,
-    PromptResult,
     ResourceContent,
     ResourceLinkContent,
     SamplingReply,
     SamplingRequest,
-    ServerState,
     ServerStatus,
 )
-from .specs import McpServerSpec, McpTransport, merge_specs, specs_from_config
+from .specs import McpServerSpec, merge_specs, specs_from_config
 
 __all__ = [
     "AudioContent",
@@ -40,7 +36,6 @@ __all__ = [
     "ElicitationReply",
     "ElicitationRequest",
     "HubHandlers",
-    "McpContent",
     "McpError",
     "McpHub",
     "McpProgress",
@@ -48,17 +43,12 @@ __all__ = [
     "McpServerSpec",
     "McpToolInfo",
     "McpToolResult",
-    "McpTransport",
-    "PromptArgument",
-    "PromptResult",
     "ResourceContent",
     "ResourceLinkContent",
     "SamplingReply",
     "SamplingRequest",
-    "ServerState",
     "ServerStatus",
     "ServerUnavailable",
-    "UnknownName",
     "merge_specs",
     "qualified_name",
     "specs_from_config",
