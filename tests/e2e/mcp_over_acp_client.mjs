@@ -30,6 +30,7 @@ import {
   McpProtocolError,
   ndJsonStream,
 } from "@agentclientprotocol/sdk/unstable";
+import { recordedWire } from "./recorded_wire.mjs";
 
 const spec = JSON.parse(await text(process.stdin));
 
@@ -136,23 +137,8 @@ const agent = spawn(spec.agent[0], spec.agent.slice(1), {
   stdio: ["pipe", "pipe", agentStderr],
 });
 const wire = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
-// Every frame as it crossed the pipe, both ways and in order, before the SDK parsed it
-// (as v2_client.mjs records them): the test checks the agent's against the schema.
-const tee = (direction) =>
-  new TransformStream({
-    transform(frame, controller) {
-      report.frames.push({ [direction]: frame });
-      controller.enqueue(frame);
-    },
-  });
-const stream = {
-  readable: wire.readable.pipeThrough(tee("in")),
-  writable: (() => {
-    const outgoing = tee("out");
-    outgoing.readable.pipeTo(wire.writable);
-    return outgoing.writable;
-  })(),
-};
+// Every frame as it crossed the pipe: the test checks the agent's against the schema.
+const stream = recordedWire(wire, (direction, frame) => report.frames.push({ [direction]: frame }));
 
 try {
   await app.connectWith(stream, async (context) => {

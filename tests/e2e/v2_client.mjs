@@ -15,6 +15,7 @@ import { openSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 
 import { client, ndJsonStream } from "@agentclientprotocol/sdk/experimental/v2";
+import { recordedWire } from "./recorded_wire.mjs";
 
 const [cwd, stderrPath, command, ...args] = process.argv.slice(2);
 const agent = spawn(command, args, {
@@ -26,22 +27,10 @@ const wire = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdo
 // Every frame as it crossed the pipe, both ways and in order, before the SDK parsed it.
 const frames = [];
 const frameWaiters = new Set();
-const tee = (direction) =>
-  new TransformStream({
-    transform(frame, controller) {
-      frames.push({ [direction]: frame });
-      for (const waiter of frameWaiters) waiter();
-      controller.enqueue(frame);
-    },
-  });
-const stream = {
-  readable: wire.readable.pipeThrough(tee("in")),
-  writable: (() => {
-    const outgoing = tee("out");
-    outgoing.readable.pipeTo(wire.writable);
-    return outgoing.writable;
-  })(),
-};
+const stream = recordedWire(wire, (direction, frame) => {
+  frames.push({ [direction]: frame });
+  for (const waiter of frameWaiters) waiter();
+});
 const permissionAnswers = []; // the option kinds the `script` answers with, in order
 
 const updates = [];
