@@ -70,6 +70,25 @@ def plain_server() -> Iterator[str]:
     yield from _serve(http.server.HTTPServer(("127.0.0.1", 0), _Hello))
 
 
+class _ToTls(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", f"https://{self.server.tls_server}/")  # type: ignore[attr-defined]
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def redirect_to_tls(tls_server: str) -> Iterator[str]:
+    """A plain-http server that sends every request on to `tls_server`."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _ToTls)
+    server.tls_server = tls_server  # type: ignore[attr-defined]
+    yield from _serve(server)
+
+
 @pytest.fixture(autouse=True)
 def fresh_tls() -> Iterator[None]:
     """Each test sees the CAs loaded (or not) by its own requests and environment."""
@@ -83,6 +102,19 @@ async def test_a_server_whose_certificate_no_ca_signed_is_refused(tls_server: st
     try:
         with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             await client.get(f"https://{tls_server}/")
+    finally:
+        await client.aclose()
+
+
+async def test_a_redirect_from_plain_http_to_an_untrusted_https_server_is_refused(
+    redirect_to_tls: str,
+) -> None:
+    """The plain-http pool never carries TLS: a redirect to https goes through the
+    verified transport, whatever the first request's scheme was."""
+    client = new_client(5)
+    try:
+        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(f"http://{redirect_to_tls}/")
     finally:
         await client.aclose()
 
