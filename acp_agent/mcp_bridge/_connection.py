@@ -153,8 +153,7 @@ async def _connect_and_serve(
         if spec.transport == "acp":
             await _listen_for_changes(link, session, stack)
         live = LiveSession(link, session)
-        tools, warnings = await live.list_tools()
-        prompts = await live.list_prompts()
+        tools, warnings, prompts = await live.list_both()
     except Exception as exc:
         # Report before the teardown, which may wait for a stuck server.
         await settle_stderr(link)
@@ -305,6 +304,22 @@ class LiveSession:
     @property
     def server(self) -> str:
         return self._link.name
+
+    async def list_both(
+        self,
+    ) -> tuple[tuple[McpToolInfo, ...], tuple[str, ...], tuple[McpPromptInfo, ...]]:
+        """Tools (with their warnings) and prompts, asked at once: a remote server's round
+        trip is waited for once."""
+        prompts: tuple[McpPromptInfo, ...] = ()
+
+        async def list_prompts() -> None:
+            nonlocal prompts
+            prompts = await self.list_prompts()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(list_prompts)
+            tools, warnings = await self.list_tools()
+        return tools, warnings, prompts
 
     async def list_tools(self) -> tuple[tuple[McpToolInfo, ...], tuple[str, ...]]:
         capabilities = self._session.server_capabilities

@@ -61,6 +61,19 @@ async def test_a_stdio_server_connects_and_offers_its_tools_and_prompts(tmp_path
     assert hub.statuses()[0].state == "closed"
 
 
+async def test_tools_and_prompts_are_listed_at_once_not_one_round_trip_after_the_other(
+    tmp_path: Path,
+) -> None:
+    # The server answers neither list before it was asked both (a remote server's latency
+    # is paid once, not twice): listing one after the other never connects.
+    hub = McpHub([stdio_spec("both", "lists_together.py")], cwd=tmp_path, connect_timeout=10.0)
+    async with hub:
+        [status] = hub.statuses()
+        assert status.state == "ready", status.error
+        assert [tool.qualified_name for tool in hub.tools()] == ["mcp__both__ping"]
+        assert [prompt.command for prompt in hub.prompts()] == ["both:hello"]
+
+
 async def test_tool_names_are_vendor_safe_and_stable_for_odd_and_long_names(
     tmp_path: Path,
 ) -> None:
