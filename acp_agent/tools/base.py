@@ -383,21 +383,3 @@ def _inline_refs(node: Any, definitions: Mapping[str, Any]) -> Any:
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         return _inline_refs({**target, **siblings}, definitions)
     return {key: _inline_refs(value, definitions) for key, value in node.items()}
-
-
-__all__ = [
-    "DEFAULT_SHELL_TIMEOUT",
-    "ChangesOneFile",
-    "Destination",
-    "Editor",
-    "OneFile",
-    "SessionToolState",
-    "TerminalExit",
-    "TerminalOutput",
-    "Tool",
-    "ToolContext",
-    "ToolFailed",
-    "ToolOutcome",
-    "ToolParams",
-    "TurnCancelled",
-]
