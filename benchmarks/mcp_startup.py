@@ -8,14 +8,18 @@ own start is not counted. The servers are copies of the test server
 
 - new: `session/new` with N `mcpServers`, from the request to its answer (the process's
   first session with servers: it pays whatever the agent does for them before it answers;
-  a session without servers goes first, so loading the config and provider is not counted);
+  a session without servers and its one prompt go first, so loading the config and provider
+  and building the tools are not counted);
 - wait: the first prompt's extra wait for the servers: the first prompt, sent at once after
   that answer, less a later prompt of the same session (the echo model costs the same);
 - own: the slowest server's own start, measured alone before the agent runs: N copies
   started at once, each timed until it answers `initialize`.
 
 Reported: the median, min and max over the runs, in milliseconds; "wait - own" is what the
-agent adds to the slowest server's start (its `mcp` import, the handshake, listing).
+agent adds to the slowest server's start (its `mcp` import, the handshake, listing). Last,
+the agent's MCP client import alone (the `mcp` SDK; spawn to exit, less the interpreter's
+start): the servers start while it runs, so the wait is at least the longer of the two, and
+with more servers than cores they share the CPU with it.
 
     uv run python benchmarks/mcp_startup.py            # 5 runs each
     uv run python benchmarks/mcp_startup.py --runs 9
@@ -172,9 +176,11 @@ def one_run(count: int, log: IO[bytes]) -> Run:
 
         try:
             request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-            # The agent loads its config and provider after `initialize`: a session without
-            # servers first, so that only the servers' share is timed below.
-            request("session/new", {"cwd": home, "mcpServers": []})
+            # The agent loads its config and provider after `initialize`, and builds its tools
+            # for the process's first prompt: a session without servers and one prompt
+            # first, so that only the servers' share is timed below.
+            _, serverless = request("session/new", {"cwd": home, "mcpServers": []})
+            prompt(serverless["result"]["sessionId"])
             new, answer = request("session/new", {"cwd": home, "mcpServers": _servers(count)})
             session_id = answer["result"]["sessionId"]
             first = prompt(session_id)
@@ -212,6 +218,24 @@ def main() -> None:
                 flush=True,
             )
     print(f"(the agents' stderr: {log.name})")
+    client = statistics.median(_client_import() for _ in range(args.runs))
+    print(
+        f"the agent's MCP client import alone: {client * 1000:.0f} ms (median; "
+        f"{os.cpu_count()} CPUs)"
+    )
+
+
+def _client_import() -> float:
+    """Seconds the agent's MCP client import takes in a fresh process, beyond the bare
+    interpreter's start (both with the config it needs, which the agent has loaded)."""
+
+    def spawn_to_exit(program: str) -> float:
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", program], check=True, cwd=ROOT)
+        return time.perf_counter() - began
+
+    base = spawn_to_exit("import acp_agent.config")
+    return spawn_to_exit("import acp_agent.config, acp_agent.mcp_bridge._connection") - base
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ targets (initialize <= 40 ms, session/new <= 0.15 s, first chunk <= 0.3 s: what 
 codex-acp reaches); the resident memory (VmRSS) of the agent's process tree right after
 `initialize` answered (target <= 45 MiB); the 15 slowest imports of one run under
 `python -X importtime` (to the prompt's answer), with a budget line naming any vendor SDK
-that was loaded; and `acp-agent run "hi"` end to end (spawn to exit).
+that was loaded; `acp-agent run "hi"` end to end (spawn to exit); and the floor under the
+targets: a bare `python -c` with the event loop's imports, then with pydantic and one model
+(what the config's validation needs), spawn to exit, and what that leaves of the
+session/new target for the agent's own code.
 
     uv run python benchmarks/startup.py               # 10 runs of .venv/bin/acp-agent
     uv run python benchmarks/startup.py --via both    # the console script and `python -m`
@@ -68,6 +71,16 @@ IMPORT_BUDGET_MS = 100.0
 VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google")
 """What an OpenAI-compatible session must not import."""
 IMPORT_TOP = 15
+FLOOR_STEPS = (
+    ("the interpreter", "pass"),
+    ("+ asyncio and anyio (the event loop)", "import asyncio, anyio"),
+    (
+        "+ pydantic and one model (the config's validation)",
+        "import asyncio, anyio, pydantic\nclass Config(pydantic.BaseModel):\n    model: str",
+    ),
+)
+"""What every start of a Python agent like ours pays before its own code, each timed from
+spawn to exit: the floor under the session/new and first-chunk targets."""
 MEMORY_SESSIONS = 20
 MEMORY_GROWTH_TARGET_MIB = 1.0
 """At most this much more resident memory per idle session."""
@@ -449,6 +462,27 @@ def print_imports(profile: ImportProfile) -> bool:
     return ok
 
 
+def measure_floor(runs: int) -> list[tuple[str, float]]:
+    """(step, median ms from spawn to exit) of each `FLOOR_STEPS` program, `runs` times."""
+    floor = []
+    for step, program in FLOOR_STEPS:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", program], check=True)
+            times.append((time.perf_counter() - started) * 1000)
+        floor.append((step, statistics.median(times)))
+    return floor
+
+
+def print_floor(floor: list[tuple[str, float]]) -> None:
+    print("\nthe floor under the targets (spawn to exit of a bare `python -c`, median):")
+    for step, median in floor:
+        print(f"  {median:>9.1f} ms  {step}")
+    left = TARGETS_MS["session/new"] - floor[-1][1]
+    print(f"  left of the session/new target for the agent's own imports and work: {left:.1f} ms")
+
+
 def parse_importtime(text: str) -> ImportProfile:
     modules: list[tuple[str, int, int]] = []
     top_level: list[tuple[str, int]] = []
@@ -641,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     print(compiled)
     met = all([print_report(s) for s in series])
     met = print_imports(imports) and met
+    print_floor(measure_floor(args.runs))
     print(
         f"\ntargets: initialize median <= {TARGETS_MS['initialize']:g} ms, session/new <= "
         f"{TARGETS_MS['session/new']:g} ms, first chunk <= {TARGETS_MS['first chunk']:g} ms, "
