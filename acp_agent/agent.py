@@ -24,7 +24,6 @@ from .credentials import CredentialsError
 from .protocol import options, session_meta
 from .protocol import schema as s
 from .protocol.client import ClientProxy
-from .protocol.legacy import SetSessionModelRequest, SetSessionModelResponse
 from .protocol.providers import DisableProvider, ListProviders, SetProvider
 from .protocol.requests import OneSession, Prompt, SessionSetup
 from .protocol.schema import dump
@@ -50,6 +49,7 @@ from .sessions.turns import Inserted
 from .tools.permissions import MODES
 
 if TYPE_CHECKING:
+    from .protocol.legacy import SetSessionModelRequest
     from .protocol.methods import PromptPlace
 
 log = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ class Agent:
         with _session_errors():
             session = await self._sessions.choose(request.session_id, MODEL, request.model_id)
         await self._announce_options(session)
-        return SetSessionModelResponse().model_dump()
+        return {}  # `SetSessionModelResponse`: nothing but an optional `_meta`
 
     # --- what the editor is told ---------------------------------------------------------
 

@@ -255,6 +255,9 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     assert "acp.schema" not in loaded
     # web_fetch's HTTP client and HTML converter wait for its first fetch (~40 ms).
     assert not {"httpx2", "acp_agent.tools._web_http", "acp_agent.tools._web_content"} & loaded
+    # No pydantic model it does not use: the legacy `session/set_model` shapes wait for that
+    # request, the MCP tools' arguments model for a session with MCP servers.
+    assert not {"acp_agent.protocol.legacy", "acp_agent.sessions.mcp_tools"} & loaded
 
 
 BUILTIN_TOOL_MODULES = {

@@ -15,7 +15,3 @@ class SetSessionModelRequest(BaseModel):
     session_id: str = Field(alias="sessionId")
     model_id: str = Field(alias="modelId")
     field_meta: dict[str, Any] | None = Field(None, alias="_meta")
-
-
-class SetSessionModelResponse(BaseModel):
-    pass

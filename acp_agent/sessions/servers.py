@@ -17,7 +17,7 @@ import logging
 import shlex
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -38,8 +38,10 @@ from ..mcp_bridge import (
 from ..messages import Elicitation, Message, MessageChunk, Notice, TurnEvent, TurnStopReason
 from ..tools import Tool
 from .channel import EditorLink
-from .mcp_tools import RunningCalls, mcp_tools
 from .session import QueuePlace, Session
+
+if TYPE_CHECKING:
+    from .mcp_tools import RunningCalls
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +59,12 @@ class PromptUsageError(ValueError):
 class _SessionServers:
     hub: McpHub
     specs: tuple[McpServerSpec, ...]
+    calls: RunningCalls
     announced: bool = False
     """The editor knows the session id, so reports may go out."""
     pending: list[TurnEvent] = field(default_factory=list)
     reported: dict[str, str | None] = field(default_factory=dict)
     """The last state told to the user, per server."""
-    calls: RunningCalls = field(default_factory=RunningCalls)
 
 
 @dataclass(eq=False)
@@ -95,6 +97,10 @@ class McpServers:
             await self.close(session.id)
         if not specs or self.background is None:
             return
+        # The MCP tools' adapter (and its arguments model) loads with the first session
+        # that has servers, not before a session answers.
+        from .mcp_tools import RunningCalls
+
         hub = McpHub(
             specs,
             cwd=session.cwd,
@@ -107,7 +113,7 @@ class McpServers:
             ),
             environ=self.env,
         )
-        self._sessions[session.id] = _SessionServers(hub, specs)
+        self._sessions[session.id] = _SessionServers(hub, specs, RunningCalls())
         await self.background.start(hub.run)
 
     def tools(self, session_id: str, builtin: Mapping[str, Tool[Any]]) -> Mapping[str, Tool[Any]]:
@@ -233,6 +239,8 @@ class _LiveTools(Mapping[str, Tool[Any]]):
         self._calls = calls
 
     def _now(self) -> dict[str, Tool[Any]]:
+        from .mcp_tools import mcp_tools  # loaded by `connect` already
+
         return {**self._builtin, **mcp_tools(self._hub, self._calls)}
 
     def __getitem__(self, name: str) -> Tool[Any]:
