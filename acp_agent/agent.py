@@ -45,12 +45,12 @@ from .sessions.manager import (
     Where,
 )
 from .sessions.session import QueuePlace
-from .sessions.turns import Inserted
 from .tools.permissions import MODES
 
 if TYPE_CHECKING:
     from .protocol.legacy import SetSessionModelRequest
     from .protocol.methods import PromptPlace
+    from .sessions.turns import Inserted
 
 log = logging.getLogger(__name__)
 

@@ -45,6 +45,7 @@ from .messages import (
     TurnStopReason,
     Usage,
     UsageUpdated,
+    open_call_results,
 )
 from .providers import ContextWindowError, ModelRequest, Provider, ProviderError
 from .providers.usage import UsageMeter
@@ -583,23 +584,6 @@ def _with_notes(message: Message, notes: list[str]) -> Message:
     if isinstance(last, ToolResultPart):
         return Message(message.role, [*parts, replace(last, content=(*last.content, note))])
     return Message(message.role, [*message.parts, note])
-
-
-def open_call_results(
-    history: list[Message], answered: list[ToolResultPart], reason: str
-) -> Message | None:
-    """The tool message a history ending in tool calls still needs: the results given so far
-    plus `reason` for each call left without one; None when nothing is open."""
-    last = history[-1] if history else None
-    if last is None or last.role != "assistant" or not last.tool_calls:
-        return None
-    done = {part.tool_call_id for part in answered}
-    missing = [
-        ToolResultPart(call.id, (TextPart(reason),), is_error=True)
-        for call in last.tool_calls
-        if call.id not in done
-    ]
-    return Message("tool", [*answered, *missing])
 
 
 def _new_id() -> str:

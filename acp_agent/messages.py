@@ -159,6 +159,23 @@ class Message:
         return [part for part in self.parts if isinstance(part, ToolCallPart)]
 
 
+def open_call_results(
+    history: list[Message], answered: list[ToolResultPart], reason: str
+) -> Message | None:
+    """The tool message a history ending in tool calls still needs: the results given so far
+    plus `reason` for each call left without one; None when nothing is open."""
+    last = history[-1] if history else None
+    if last is None or last.role != "assistant" or not last.tool_calls:
+        return None
+    done = {part.tool_call_id for part in answered}
+    missing = [
+        ToolResultPart(call.id, (TextPart(reason),), is_error=True)
+        for call in last.tool_calls
+        if call.id not in done
+    ]
+    return Message("tool", [*answered, *missing])
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool as offered to the model."""

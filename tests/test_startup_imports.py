@@ -258,6 +258,18 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     # No pydantic model it does not use: the legacy `session/set_model` shapes wait for that
     # request, the MCP tools' arguments model for a session with MCP servers.
     assert not {"acp_agent.protocol.legacy", "acp_agent.sessions.mcp_tools"} & loaded
+    # Nor the turn machinery: the runner, the model loop, compaction, the slash commands,
+    # subagents and the project's knowledge load after the answer, for the first prompt.
+    turn_side = {
+        "acp_agent.sessions.turns",
+        "acp_agent.engine",
+        "acp_agent.sessions.compaction",
+        "acp_agent.sessions.commands",
+        "acp_agent.sessions.subagents",
+        "acp_agent.sessions.project",
+        "acp_agent.knowledge.instructions",
+    }
+    assert not turn_side & loaded, sorted(turn_side & loaded)
 
 
 BUILTIN_TOOL_MODULES = {

@@ -9,6 +9,7 @@ choices back only where the configuration still offers them.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ..config import AgentConfig, Speed, ThoughtLevel
 from ..messages import Notice
@@ -18,7 +19,9 @@ from .live import Live
 from .records import ChoiceRecord
 from .restore import StoredSession
 from .session import Session
-from .turns import TurnRunner
+
+if TYPE_CHECKING:
+    from ..providers.pool import ProviderPool
 
 log = logging.getLogger(__name__)
 
@@ -30,18 +33,32 @@ THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
 SPEEDS: tuple[Speed, ...] = ("standard", "fast")
 
 
+def thought_level(config: AgentConfig, session: Session) -> ThoughtLevel | None:
+    """The effort to ask for, or None when the session's model does not reason."""
+    model = config.find_model(session.model_choice)[2]
+    if not model.reasoning:
+        return None
+    return session.thought_level or model.thought_level
+
+
+def speed(config: AgentConfig, session: Session) -> Speed | None:
+    """The serving speed to ask for, or None when the session's model has one only."""
+    model = config.find_model(session.model_choice)[2]
+    if not model.fast:
+        return None
+    return session.speed or "standard"
+
+
 class Choices:
-    def __init__(self, config: AgentConfig, runner: TurnRunner) -> None:
+    def __init__(self, config: AgentConfig, providers: ProviderPool) -> None:
         self._config = config
-        self._runner = runner
+        self._providers = providers
 
     def thought_level(self, session: Session) -> ThoughtLevel | None:
-        """The effort to ask for, or None when the session's model does not reason."""
-        return self._runner.thought_level(session)
+        return thought_level(self._config, session)
 
     def speed(self, session: Session) -> Speed | None:
-        """The serving speed to ask for, or None when the session's model has one only."""
-        return self._runner.speed(session)
+        return speed(self._config, session)
 
     def choose(self, entry: Live, option: str, value: str) -> None:
         """Set one of the session's choices, or `ChoiceError`."""
@@ -102,7 +119,7 @@ class Choices:
             )
             return
         provider = model.split("/", 1)[0]
-        if self._runner.providers.enabled(provider):
+        if self._providers.enabled(provider):
             session.model_choice = model
             return
         why = f"the editor disabled provider {provider}"

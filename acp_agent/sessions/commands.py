@@ -33,6 +33,7 @@ from .channel import EditorLink
 from .choices import MODE, MODEL, THOUGHT_LEVEL, THOUGHT_LEVELS, Choices
 from .errors import ChoiceError
 from .live import Live, LiveSessions
+from .outcomes import PromptOutcome
 from .project import describe_context, describe_skills
 from .records import EventRecord
 from .servers import McpError, McpServers, PromptUsageError
@@ -40,16 +41,6 @@ from .session import QueuePlace, Session
 from .turns import TurnRunner
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PromptOutcome:
-    stop_reason: TurnStopReason
-    choices_changed: bool = False
-    """A slash command changed the session's model or mode (the editor's pickers need
-    updating)."""
-    mode_changed: bool = False
-    """A slash command changed the session's mode (clients that know only modes are told)."""
 
 
 Handler = Callable[[Live, str, QueuePlace], Awaitable[PromptOutcome]]

@@ -19,7 +19,6 @@ from typing import Any, Literal, TypeAlias
 import anyio
 
 from ..config import AgentConfig
-from ..engine import open_call_results
 from ..mcp_bridge import McpServerSpec
 from ..messages import (
     EditorPrompt,
@@ -28,6 +27,7 @@ from ..messages import (
     ToolCallStarted,
     ToolCallUpdated,
     ToolResultPart,
+    open_call_results,
 )
 from ..providers.usage import Encoder, Reading, TokenCounter, UsageMeter
 from .channel import EditorLink

@@ -7,36 +7,39 @@ queue.py      a prompt's place in its session's queue, its turn run there, cance
 choices.py    the model, mode and thought level
 commands.py   the slash commands (a table of ours, then the MCP servers' prompts)
 
-A turn itself is the `TurnRunner`'s (`turns.py`); each session's log is owned by its
-entry in `live.py`, and the parts write to it through that entry.
+A turn itself is the `TurnRunner`'s (`turns.py`); it and the slash commands are the turn
+side (`turn_side.py`), built after the first session's answer, for its first prompt. Each
+session's log is owned by its entry in `live.py`, and the parts write to it through that
+entry.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio.abc import TaskGroup
 
-from ..config import NO_INSTRUCTIONS_ENV_VAR, AgentConfig
+from ..config import AgentConfig
 from ..providers.pool import ProviderPool
 from ..providers.usage import Encoder
 from ..tools import Tool, builtin_tools
 from .channel import EditorLink
 from .choices import MODE, MODEL, THOUGHT_LEVEL, THOUGHT_LEVELS, Choices
-from .commands import PromptOutcome, SlashCommands
 from .errors import ChoiceError, UnknownSession
 from .lifecycle import CLOSE_SECONDS, INTERRUPTED_RESULT, Lifecycle, Where
 from .live import LiveSessions
+from .outcomes import PromptOutcome
 from .prepared import Prepared, PreparedMapping
-from .project import ProjectKnowledge
 from .queue import PromptQueue
 from .servers import McpServers
 from .session import Session
 from .store import SessionStore
-from .subagents import Subagents
-from .turns import TurnRunner
+
+if TYPE_CHECKING:
+    from .turn_side import TurnSide
 
 
 class SessionManager:
@@ -68,25 +71,16 @@ class SessionManager:
             )
         )
         self._encoder = Prepared(load_encoder or _no_encoder)
+        # The turn runner and the slash commands: their modules import in a worker thread
+        # after the first session's answer too, and they are built on the loop when the
+        # first prompt (or the commands' announcement) needs them (`_turn_side`).
+        self._turn_modules = Prepared(_import_turn_side)
+        self._side: TurnSide | None = None
+        self._config, self._link, self._env = config, link, env
         live = LiveSessions(config.max_live_sessions)
         self._live = live
         self._servers = McpServers(config, link, env, background, self.announce_commands)
-        subagents = Subagents(config, link)
-        runner = TurnRunner(
-            config,
-            link,
-            providers,
-            self._servers,
-            PreparedMapping(self._tools),
-            env=env,
-            background=background,
-            project=ProjectKnowledge(
-                config, env, instructions_enabled=env.get(NO_INSTRUCTIONS_ENV_VAR) != "1"
-            ),
-            subagents=subagents,
-        )
-        self._choices = Choices(config, runner)
-        self._commands = SlashCommands(config, link, live, self._servers, self._choices, runner)
+        self._choices = Choices(config, providers)
         self._lifecycle = Lifecycle(
             config,
             link,
@@ -94,13 +88,10 @@ class SessionManager:
             live,
             self._servers,
             self._choices,
-            self._commands.announce,
+            self._announce,
             encoder=self._encoder.get,
         )
-        subagents.attach(self._lifecycle)
-        self._queue = PromptQueue(
-            live, self._lifecycle, self._servers, self._commands, runner, self._prepared
-        )
+        self._queue = PromptQueue(live, self._lifecycle, self._servers, self._prepared_turn_side)
         # The methods that are one part's, as they are.
         self.new = self._lifecycle.new
         self.fork = self._lifecycle.fork
@@ -122,7 +113,6 @@ class SessionManager:
         self.cancel_all = self._queue.cancel_all
         self.thought_level = self._choices.thought_level
         self.speed = self._choices.speed
-        self.commands = self._commands.commands
 
     def get(self, session_id: str) -> Session:
         """The live session (one let go is not live: `UnknownSession`)."""
@@ -144,19 +134,43 @@ class SessionManager:
         self._choices.choose(entry, option, value)
         return entry.session
 
-    async def _prepared(self) -> None:
-        """What a prompt (or slash command) waits for: the tools and the token encoder, built
-        after the first session's answer (`announce_commands`)."""
+    async def _prepared_turn_side(self) -> TurnSide:
+        """What a prompt (or slash command) waits for: the tools, the token encoder and the
+        turn side, prepared after the first session's answer (`announce_commands`)."""
         await self._tools.ready()
         await self._encoder.ready()
+        return await self._turn_side()
+
+    async def _turn_side(self) -> TurnSide:
+        await self._turn_modules.ready()
+        if self._side is None:
+            from .turn_side import build_turn_side  # imported by `_turn_modules` already
+
+            self._side = build_turn_side(
+                self._config,
+                self._link,
+                self._providers,
+                self._servers,
+                PreparedMapping(self._tools),
+                live=self._live,
+                choices=self._choices,
+                lifecycle=self._lifecycle,
+                env=self._env,
+                background=self._background,
+            )
+        return self._side
+
+    async def _announce(self, session: Session) -> None:
+        await (await self._turn_side()).commands.announce(session)
 
     async def announce_commands(self, session_id: str) -> None:
         """Tell the editor the session's commands, then what its servers did meanwhile
         (also the servers' callback: it exists before the commands do); a session's answer
-        is out by then, so what its first prompt needs is built from here on."""
-        await self._commands.announce_commands(session_id)
+        is out by then, so what its first prompt needs is prepared from here on."""
         self._tools.start(self._background)
         self._encoder.start(self._background)
+        self._turn_modules.start(self._background)
+        await (await self._turn_side()).commands.announce_commands(session_id)
 
     async def aclose(self) -> None:
         self._queue.cancel_all()
@@ -166,6 +180,10 @@ class SessionManager:
 
 def _no_encoder() -> None:
     return None  # token counts are estimates
+
+
+def _import_turn_side() -> None:
+    importlib.import_module(".turn_side", __package__)
 
 
 __all__ = [

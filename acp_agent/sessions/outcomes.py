@@ -1,4 +1,5 @@
-"""How a turn that ended without a reply is told: to the model, by a marker in the history
+"""How a prompt ended (`PromptOutcome`, what the editor is answered), and how a turn that
+ended without a reply is told: to the model, by a marker in the history
 (so the next request never holds two user messages in a row, which some vendors and chat
 templates refuse), and to the user, when a loaded session shows the turn again.
 
@@ -11,10 +12,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ..messages import Message, MessageChunk, TextPart
+from ..messages import Message, MessageChunk, TextPart, TurnStopReason
 from ..providers import ProviderError
 from .records import TURN_FAILED, TurnEndRecord
+
+
+@dataclass(frozen=True, slots=True)
+class PromptOutcome:
+    """How a prompt (a turn or a slash command) ended, as the editor is answered."""
+
+    stop_reason: TurnStopReason
+    choices_changed: bool = False
+    """A slash command changed the session's model or mode (the editor's pickers need
+    updating)."""
+    mode_changed: bool = False
+    """A slash command changed the session's mode (clients that know only modes are told)."""
 
 
 def failure_text(exc: BaseException) -> str:

@@ -1,7 +1,8 @@
 """What only a prompt needs, built after `session/new` has answered.
 
-The built-in tools (their modules: tens of ms of imports) and the token encoder (tiktoken's
-file, a fraction of a second when it is cached) play no part in answering `session/new`.
+The built-in tools (their modules: tens of ms of imports), the token encoder (tiktoken's
+file, a fraction of a second when it is cached) and the turn machinery's modules
+(`turn_side.py`) play no part in answering `session/new`.
 Each is a `Prepared` value: built in a worker thread once the first session's answer is
 out, and waited for by the first prompt if it is not ready by then. Code that needs one
 synchronously (a `/status` before any prompt) builds it there and then, or waits for the
@@ -73,7 +74,7 @@ class Prepared(Generic[T]):
         try:
             await anyio.to_thread.run_sync(self.get, abandon_on_cancel=True)
         except Exception:
-            log.exception("building a session's tools or token encoder failed")
+            log.exception("preparing what a session's prompts need failed")
 
 
 class PreparedMapping(Mapping[K, V]):

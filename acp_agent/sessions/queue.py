@@ -10,14 +10,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..messages import Message
-from .commands import PromptOutcome, SlashCommands, slash_command
 from .lifecycle import Lifecycle
 from .live import Live, LiveSessions
+from .outcomes import PromptOutcome
 from .servers import McpServers
 from .session import QueuePlace
-from .turns import Inserted, TurnRunner
+
+if TYPE_CHECKING:
+    from .turn_side import TurnSide
+    from .turns import Inserted
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +33,8 @@ class PromptQueue:
     live: LiveSessions
     lifecycle: Lifecycle
     servers: McpServers
-    commands: SlashCommands
-    runner: TurnRunner
-    prepared: Callable[[], Awaitable[None]]
-    """Waits for what turns need, built after the first session's answer."""
+    turn_side: Callable[[], Awaitable[TurnSide]]
+    """What turns need, built after the first session's answer (waited for if not yet)."""
 
     def take_place(self, session_id: str) -> QueuePlace | None:
         """Called as a prompt's frame is read: its place in its session's queue, or None
@@ -53,32 +55,39 @@ class PromptQueue:
         """Run the prompt in its `place`: the next prompt of the session runs once the
         place is released, which is the caller's part. Without one, it takes a place now
         and releases it itself."""
-        await self.prepared()
+        side = await self.turn_side()
         entry = await self.lifecycle.use(session_id)
         if place is not None:
-            return await self._prompt(entry, message, place, inserted)
+            return await self._prompt(side, entry, message, place, inserted)
         own = entry.session.take_place()
         try:
-            return await self._prompt(entry, message, own, inserted)
+            return await self._prompt(side, entry, message, own, inserted)
         finally:
             own.release()
 
     async def _prompt(
-        self, entry: Live, message: Message, place: QueuePlace, inserted: Inserted | None
+        self,
+        side: TurnSide,
+        entry: Live,
+        message: Message,
+        place: QueuePlace,
+        inserted: Inserted | None,
     ) -> PromptOutcome:
+        from .commands import slash_command  # loaded with the turn side
+
         session = entry.session
         with self.live.using(session.id):
             if (stop := await self.servers.wait_connected(session, place)) is not None:
                 return PromptOutcome(stop)
-            if self.runner.project.refresh(session):  # a prompt file came, went or changed
-                await self.commands.announce(session)
+            if side.runner.project.refresh(session):  # a prompt file came, went or changed
+                await side.commands.announce(session)
             command = slash_command(message)
-            if command is not None and (outcome := await self.commands.run(entry, *command, place)):
+            if command is not None and (outcome := await side.commands.run(entry, *command, place)):
                 return outcome
             # The turn is built when its queue slot comes: a prompt that waited uses the
             # model and mode chosen meanwhile.
             stop = await session.run_turn(
-                lambda: self.runner.run(session, entry.writer, message, inserted=inserted), place
+                lambda: side.runner.run(session, entry.writer, message, inserted=inserted), place
             )
             return PromptOutcome(stop)
 

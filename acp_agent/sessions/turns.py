@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..child_env import child_environment
-from ..config import AgentConfig, Speed, ThoughtLevel
+from ..config import AgentConfig
 from ..engine import ModelSettings, ModelSetup, Turn
 from ..messages import (
     Message,
@@ -32,6 +32,7 @@ from ..providers.pool import ProviderPool
 from ..tools import Decision, PermissionQuestion, Tool, ToolContext
 from ..tools.permissions import PermissionMode, tools_for_mode
 from .channel import EditorLink, SessionChannel
+from .choices import speed, thought_level
 from .compaction import CompactionPolicy, Compactor, Emit, TurnCompaction
 from .outcomes import failure_text, no_reply_marker, unanswered
 from .project import ProjectKnowledge
@@ -282,24 +283,10 @@ class TurnRunner:
                 system_prompt=system,
                 context_window=model.context_window,
                 max_output_tokens=model.max_output_tokens,
-                thought_level=self.thought_level(session),
-                speed=self.speed(session),
+                thought_level=thought_level(self.config, session),
+                speed=speed(self.config, session),
             ),
         )
-
-    def speed(self, session: Session) -> Speed | None:
-        """The serving speed to ask for, or None when the session's model has one only."""
-        model = self.config.find_model(session.model_choice)[2]
-        if not model.fast:
-            return None
-        return session.speed or "standard"
-
-    def thought_level(self, session: Session) -> ThoughtLevel | None:
-        """The effort to ask for, or None when the session's model does not reason."""
-        model = self.config.find_model(session.model_choice)[2]
-        if not model.reasoning:
-            return None
-        return session.thought_level or model.thought_level
 
     async def compact(self, session: Session, log: LogWriter, focus: str) -> bool:
         """The older turns summarised now (`/compact [focus]`); False when there was nothing
