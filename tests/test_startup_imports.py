@@ -270,6 +270,9 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
         "acp_agent.knowledge.instructions",
     }
     assert not turn_side & loaded, sorted(turn_side & loaded)
+    # Nor, for a session without MCP servers, the bridge's hub and transports.
+    bridge = {"acp_agent.mcp_bridge._link", "acp_agent.mcp_bridge._stdio_transport"}
+    assert not bridge & loaded, sorted(bridge & loaded)
 
 
 BUILTIN_TOOL_MODULES = {

@@ -13,7 +13,10 @@ A tool that answers with `isError` is not an exception: its result says so
 
 from __future__ import annotations
 
-from .model import ServerStatus
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ServerStatus
 
 
 class McpError(Exception):

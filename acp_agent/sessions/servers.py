@@ -23,24 +23,20 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..config import AgentConfig
-from ..mcp_bridge import (
-    ElicitationReply,
-    ElicitationRequest,
-    HubHandlers,
-    McpError,
-    McpHub,
-    McpPromptInfo,
-    McpServerSpec,
-    ServerStatus,
-    merge_specs,
-    specs_from_config,
-)
+from ..mcp_bridge import McpError, McpServerSpec, merge_specs, specs_from_config
 from ..messages import Elicitation, Message, MessageChunk, Notice, TurnEvent, TurnStopReason
 from ..tools import Tool
 from .channel import EditorLink
 from .session import QueuePlace, Session
 
 if TYPE_CHECKING:
+    from ..mcp_bridge import (
+        ElicitationReply,
+        ElicitationRequest,
+        McpHub,
+        McpPromptInfo,
+        ServerStatus,
+    )
     from .mcp_tools import RunningCalls
 
 log = logging.getLogger(__name__)
@@ -97,8 +93,9 @@ class McpServers:
             await self.close(session.id)
         if not specs or self.background is None:
             return
-        # The MCP tools' adapter (and its arguments model) loads with the first session
-        # that has servers, not before a session answers.
+        # The hub and the MCP tools' adapter (with its arguments model) load with the first
+        # session that has servers, not before a session answers.
+        from ..mcp_bridge import HubHandlers, McpHub
         from .mcp_tools import RunningCalls
 
         hub = McpHub(
@@ -225,6 +222,8 @@ class McpServers:
                     tool_call_id=servers.calls.only(request.server) if servers else None,
                 )
             )
+            from ..mcp_bridge import ElicitationReply  # loaded with the hub that asks
+
             return ElicitationReply(answer.action, answer.content)
 
         return elicit
