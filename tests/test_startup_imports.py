@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +25,8 @@ import pytest
 from fake_anthropic import FakeAnthropic, anthropic_reply
 from fake_llm import FakeLLM
 from schema_support import assert_frames_from_agent
+
+from acp_agent.protocol.server import SCHEMA_WARM_DELAY
 
 VENDOR_MODULES = ("openai", "anthropic", "mcp", "boto3", "botocore", "google", "opentelemetry")
 TIMEOUT = 60.0
@@ -64,6 +67,7 @@ class Agent:
 
     def __init__(self, env: dict[str, str], cwd: Path, stderr: Path) -> None:
         self.stderr_path = stderr
+        self.started = time.monotonic()
         self._stderr = stderr.open("w", encoding="utf-8")
         self.process = subprocess.Popen(
             [sys.executable, "-X", "importtime", "-c", MARKING_AGENT],
@@ -85,6 +89,14 @@ class Agent:
         stdin.write(json.dumps(frame).encode() + b"\n")
         stdin.flush()
         return self._next_id
+
+    def respond(self, request_id: Any, result: dict[str, Any]) -> None:
+        """Answer a request the agent sent (a permission question)."""
+        frame = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        self._sent.append(frame)
+        stdin = self._pipe(self.process.stdin)
+        stdin.write(json.dumps(frame).encode() + b"\n")
+        stdin.flush()
 
     def receive(self) -> dict[str, Any]:
         line = self._pipe(self.process.stdout).readline()
@@ -382,6 +394,33 @@ def test_the_first_prompt_to_an_openai_compatible_server_streams_without_the_ope
     assert at_first_chunk is not None and "acp_agent.providers._openai_client" in at_first_chunk
     assert vendors(at_first_chunk) == []
     assert vendors(answered) == []  # the finishing chunk and the usage need no SDK either
+
+
+def test_the_first_permission_question_is_asked_without_the_schema_models(
+    openai_agent: tuple[Agent, FakeLLM], tmp_path: Path
+) -> None:
+    agent, fake = openai_agent
+    agent.answer(agent.request("initialize", INITIALIZE))
+    new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    session_id = agent.answer(new)["sessionId"]
+    call = '[[tool shell {"command": "echo hi"}]]'
+    prompt = agent.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": call}]}
+    )
+    while (message := agent.receive()).get("method") != "session/request_permission":
+        assert message.get("id") != prompt, message  # the prompt ended without asking
+    asked_after = time.monotonic() - agent.started
+    loaded = agent.imported()
+
+    # Asked before the schema models warm up (half a second of imports the user would
+    # wait for): the question is written as plain JSON. A machine too busy to ask within
+    # the warm-up's delay cannot tell.
+    if asked_after < SCHEMA_WARM_DELAY:
+        assert "acp.schema" not in loaded
+    assert message["params"]["toolCall"]["rawInput"] == {"command": "echo hi"}
+    agent.respond(message["id"], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+    assert agent.answer(prompt)["stopReason"] == "end_turn"
+    assert "hi" in fake.requests[-1]["messages"][-1]["content"]
 
 
 def test_a_new_session_answers_before_the_provider_and_its_http_client_load(

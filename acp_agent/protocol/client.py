@@ -20,7 +20,7 @@ from .dialect import V1, Dialect
 from .handshake import ClientCapabilities
 from .mcp_messages import editor_mcp
 from .schema import dump
-from .updates import tool_call_content, tool_call_locations
+from .updates import announced_tool_call
 from .v2_states import SessionStates
 from .v2_updates import SessionState, StopReason, message_reset
 
@@ -110,25 +110,25 @@ class ClientProxy:
     async def request_permission(self, session_id: str, question: PermissionQuestion) -> Decision:
         if self._dialect.version >= 2:
             return await self._request_permission_v2(session_id, question)
-        request = s.RequestPermissionRequest(
-            session_id=session_id,
+        request = {
+            "sessionId": session_id,
             # The tool call as announced, with what it will do (the diff, the command), so
             # the client shows the change before the user decides.
-            tool_call=s.ToolCallUpdate(
-                tool_call_id=question.tool_call_id,
-                title=question.title,
-                kind=question.kind,
-                raw_input=question.raw_input,
+            "toolCall": announced_tool_call(
+                question.tool_call_id,
+                question.title,
+                question.kind,
+                question.raw_input,
                 name=question.name,
-                content=tool_call_content(question.content),
-                locations=tool_call_locations(question.locations),
+                content=question.content,
+                locations=question.locations,
             ),
-            options=[
-                s.PermissionOption(option_id=kind, name=name, kind=kind)
+            "options": [
+                {"optionId": kind, "name": name, "kind": kind}
                 for kind, name in _permission_options(question.always_scope)
             ],
-        )
-        raw = await self._endpoint.request("session/request_permission", dump(request))
+        }
+        raw = await self._endpoint.request("session/request_permission", request)
         return _decision(raw)
 
     async def _request_permission_v2(

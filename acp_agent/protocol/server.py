@@ -267,7 +267,7 @@ class AcpServer:
 
     async def _warm_schema(self) -> None:
         """Load the schema models while the editor is still idle, so that the first request
-        that needs them (a permission, a file read through the editor, a mode change) does
+        that needs them (a file read through the editor, a terminal, a mode change) does
         not wait ~0.5 s for them; not sooner, or it would slow the first session and chunk."""
         await anyio.sleep(SCHEMA_WARM_DELAY)
         from . import schema

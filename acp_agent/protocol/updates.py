@@ -33,6 +33,7 @@ from ..messages import (
     ToolCallStarted,
     ToolCallUpdated,
     ToolContent,
+    ToolKind,
     ToolStatus,
     TurnEvent,
     UsageUpdated,
@@ -200,17 +201,16 @@ def _update(event: TurnEvent) -> JsonObject:
                 sessionUpdate="session_info_update", title=title, updatedAt=updated_at
             )
         case ToolCallStarted():
-            return _without_none(
-                sessionUpdate="tool_call",
-                toolCallId=event.id,
-                title=event.title,
-                kind=event.kind,
-                status=event.status,
-                rawInput=event.raw_input,
-                locations=tool_call_locations(event.locations),
-                content=tool_call_content(event.content),
+            announced = announced_tool_call(
+                event.id,
+                event.title,
+                event.kind,
+                event.raw_input,
                 name=event.name,
+                content=event.content,
+                locations=event.locations,
             )
+            return {"sessionUpdate": "tool_call", **announced, "status": event.status}
         case ToolCallUpdated():
             return _without_none(
                 sessionUpdate="tool_call_update",
@@ -325,13 +325,27 @@ def _tool_contents(content: Sequence[ToolContent]) -> list[JsonObject]:
     return [_tool_content(c) for c in content]
 
 
-def tool_call_content(content: Sequence[ToolContent]) -> list[JsonObject] | None:
-    """Tool content as the wire has it (a permission request's tool call too); None: none."""
-    return _tool_contents(content) or None
-
-
-def tool_call_locations(locations: Sequence[Location]) -> list[JsonObject] | None:
-    return [_location(loc) for loc in locations] or None
+def announced_tool_call(
+    tool_call_id: str,
+    title: str,
+    kind: ToolKind,
+    raw_input: dict[str, Any] | None,
+    *,
+    name: str | None,
+    content: Sequence[ToolContent],
+    locations: Sequence[Location],
+) -> JsonObject:
+    """A tool call as the user first sees it: in its `tool_call` update, and in the
+    permission request that asks for it (with what it will do: a diff, a command line)."""
+    return _without_none(
+        toolCallId=tool_call_id,
+        title=title,
+        kind=kind,
+        rawInput=raw_input,
+        name=name,
+        content=_tool_contents(content) or None,
+        locations=[_location(loc) for loc in locations] or None,
+    )
 
 
 def _without_none(**fields: Any) -> JsonObject:
