@@ -220,13 +220,18 @@ models = [{{ id = "claude-fake", context_window = 200000 }}]
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
+def first_session(agent: Agent, cwd: Path) -> str:
+    """`initialize`, then a new session in `cwd`: its id."""
+    agent.answer(agent.request("initialize", INITIALIZE))
+    new = agent.request("session/new", {"cwd": str(cwd), "mcpServers": []})
+    session_id: str = agent.answer(new)["sessionId"]
+    return session_id
+
+
 def prompt_reply(agent: Agent, cwd: Path, text: str) -> tuple[str, set[str] | None]:
     """The reply to a first prompt in a new session, and the modules imported by the time
     its first chunk arrived."""
-    agent.answer(agent.request("initialize", INITIALIZE))
-    session_id = agent.answer(agent.request("session/new", {"cwd": str(cwd), "mcpServers": []}))[
-        "sessionId"
-    ]
+    session_id = first_session(agent, cwd)
     prompt = agent.request(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
     )
@@ -351,9 +356,7 @@ def test_a_new_session_answers_before_its_tools_and_token_encoder_are_built(
     )
     agent = Agent(env, tmp_path, tmp_path / "err")
     try:
-        agent.answer(agent.request("initialize", INITIALIZE))
-        new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
-        session_id = agent.answer(new)["sessionId"]
+        session_id = first_session(agent, tmp_path)
         at_new = agent.imported()
         report = slash_command_reply(agent, session_id, "/context")
         after_prompt = agent.imported()
@@ -400,9 +403,7 @@ def test_the_first_permission_question_is_asked_without_the_schema_models(
     openai_agent: tuple[Agent, FakeLLM], tmp_path: Path
 ) -> None:
     agent, fake = openai_agent
-    agent.answer(agent.request("initialize", INITIALIZE))
-    new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
-    session_id = agent.answer(new)["sessionId"]
+    session_id = first_session(agent, tmp_path)
     call = '[[tool shell {"command": "echo hi"}]]'
     prompt = agent.request(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": call}]}
@@ -427,9 +428,7 @@ def test_a_new_session_answers_before_the_provider_and_its_http_client_load(
     openai_agent: tuple[Agent, FakeLLM], tmp_path: Path
 ) -> None:
     agent, fake = openai_agent
-    agent.answer(agent.request("initialize", INITIALIZE))
-    new = agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
-    session_id = agent.answer(new)["sessionId"]
+    session_id = first_session(agent, tmp_path)
     loaded = agent.imported()
 
     # The first prompt imports them (in a worker thread): a session does not wait for them.
