@@ -17,9 +17,9 @@ own start is not counted. The servers are copies of the test server
 
 Reported: the median, min and max over the runs, in milliseconds; "wait - own" is what the
 agent adds to the slowest server's start (its `mcp` import, the handshake, listing). Last,
-the agent's MCP client import alone (the `mcp` SDK; spawn to exit, less the interpreter's
-start): the servers start while it runs, so the wait is at least the longer of the two, and
-with more servers than cores they share the CPU with it.
+the agent's MCP client import alone (the `mcp` SDK's client, as the agent loads it; spawn
+to exit, less the interpreter's start): the servers start while it runs, so the wait is at
+least the longer of the two, and with more servers than cores they share the CPU with it.
 
     uv run python benchmarks/mcp_startup.py            # 5 runs each
     uv run python benchmarks/mcp_startup.py --runs 9
@@ -235,7 +235,10 @@ def _client_import() -> float:
         return time.perf_counter() - began
 
     base = spawn_to_exit("import acp_agent.config")
-    return spawn_to_exit("import acp_agent.config, acp_agent.mcp_bridge._connection") - base
+    # As the hub imports it: the SDK's client, without the server side its packages import.
+    client = "from acp_agent.mcp_bridge import _sdk, hub\n"
+    client += "_sdk.import_without_server_side(hub._CONNECTION)"
+    return spawn_to_exit(f"import acp_agent.config\n{client}") - base
 
 
 if __name__ == "__main__":

@@ -292,6 +292,29 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     assert not bridge & loaded, sorted(bridge & loaded)
 
 
+def test_an_mcp_server_is_used_without_the_sdks_server_side(
+    echo_agent: Agent, tmp_path: Path
+) -> None:
+    echo_agent.answer(echo_agent.request("initialize", INITIALIZE))
+    server = {
+        "name": "lists",
+        "command": sys.executable,
+        "args": [str(Path(__file__).parent / "mcp_servers" / "lists_together.py")],
+        "env": [],
+    }
+    new = echo_agent.request("session/new", {"cwd": str(tmp_path), "mcpServers": [server]})
+    session_id = echo_agent.answer(new)["sessionId"]
+
+    shown = slash_command_reply(echo_agent, session_id, "/mcp")
+    loaded = echo_agent.imported()
+
+    assert ": ready" in shown and "tools: mcp__lists__ping" in shown, shown
+    assert "mcp.client.session" in loaded
+    # The SDK's packages import its server too (a quarter of its imports): not for a client.
+    server_side = {"mcp.server", "starlette", "uvicorn", "sse_starlette"}
+    assert not server_side & loaded, sorted(server_side & loaded)
+
+
 BUILTIN_TOOL_MODULES = {
     f"acp_agent.tools.{name}"
     for name in (

@@ -429,7 +429,7 @@ async def test_a_stdio_server_starts_while_the_mcp_sdk_imports_after_session_new
     assert tool_results(fake_llm.requests[-1]) == {"mcp__box__echo": "hi"}
     log_text = await anyio.Path(agent_stderr).read_text(encoding="utf-8", errors="replace")
     lines = log_text.splitlines()
-    mcp_imported = import_finished_line(lines, "mcp")
+    mcp_imported = import_finished_line(lines, "mcp.client.session")  # the SDK's client
     assert lines.index(ANSWERED_LINE) < mcp_imported, "session/new waited for the mcp import"
     assert lines.index(STARTED_LINE) < mcp_imported, "the server started after the mcp import"
 
