@@ -116,6 +116,9 @@ class Agent:
     def cancel_all(self) -> None:
         self._sessions.cancel_all()
 
+    async def settled(self) -> None:
+        await self._sessions.settled()
+
     # --- providers (unstable: the editor routes our LLM traffic, this process only) ------
 
     async def list_providers(self, request: ListProviders) -> Any:

@@ -258,18 +258,22 @@ class AcpServer:
 
                 self._v2_prompts = V2Prompts(client, self._background)
             self._agent = started(client, self._background)
-            self._background.start_soon(self._warm_schema)
+            self._background.start_soon(self._warm_schema, self._agent)
         except Exception as exc:
             self._startup_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
             log.exception("start-up failed")
         finally:
             self._ready.set()
 
-    async def _warm_schema(self) -> None:
+    async def _warm_schema(self, agent: AcpAgent) -> None:
         """Load the schema models while the editor is still idle, so that the first request
         that needs them (a file read through the editor, a terminal, a mode change) does
-        not wait ~0.5 s for them; not sooner, or it would slow the first session and chunk."""
+        not wait ~0.5 s for them; not sooner, or it would slow the first session and chunk,
+        nor while MCP servers start: the import's CPU would slow theirs, which the next
+        prompt waits for."""
         await anyio.sleep(SCHEMA_WARM_DELAY)
+        log.debug("the schema models load once no MCP server is still connecting")
+        await agent.settled()
         from . import schema
 
         await anyio.to_thread.run_sync(schema.load, abandon_on_cancel=True)

@@ -111,6 +111,7 @@ class SessionManager:
         self.prompt = self._queue.prompt
         self.cancel = self._queue.cancel
         self.cancel_all = self._queue.cancel_all
+        self.settled = self._servers.settled
         self.thought_level = self._choices.thought_level
         self.speed = self._choices.speed
 

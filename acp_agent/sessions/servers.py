@@ -134,6 +134,13 @@ class McpServers:
         stop = await session.run_turn(until_connected, place)
         return "cancelled" if stop == "cancelled" else None
 
+    async def settled(self) -> None:
+        """Returns once no session's servers are connecting for the first time (each within
+        its time budget): the work that a prompt sent now would wait for."""
+        while connecting := [s.hub for s in self._sessions.values() if s.hub.connecting]:
+            for hub in connecting:
+                await hub.connected()
+
     async def before_turn(self, session_id: str) -> None:
         """Wait for the servers still connecting for the first time, then retry failed
         servers in the background: their tools return when they connect."""

@@ -11,6 +11,7 @@ the answer's deadline by far.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from typing import IO, Any
 import anyio
 import pytest
 from fake_acp_client import TIMEOUT, FakeClient
+
+from acp_agent.protocol import schema, server
 
 pytestmark = pytest.mark.anyio
 
@@ -138,6 +141,61 @@ async def test_session_new_answers_before_its_server_is_up_and_the_first_prompt_
     assert "gated:hello" not in commands_of(shown[0][1]), "announced before the server was up"
     later = [index for index, update in shown if "gated:hello" in commands_of(update)]
     assert later and min(later) > answered
+
+
+class Logged(logging.Handler):
+    """Sets `seen` when `message` is logged (at any level)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.message, self.seen = message, anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == self.message:
+            self.seen.set()
+
+
+async def test_the_schema_models_wait_until_the_servers_have_connected(
+    connection: Connection,
+    config_file: str,
+    gate: Gate,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Their import takes half a second of CPU, which servers starting beside it would lose.
+    loads, loaded = [], anyio.Event()
+
+    def load() -> None:  # in a worker thread
+        loads.append("schema")
+        anyio.from_thread.run_sync(loaded.set)
+
+    monkeypatch.setattr(schema, "load", load)
+    due = Logged("the schema models load once no MCP server is still connecting")
+    log = logging.getLogger(server.__name__)
+    caplog.set_level(logging.DEBUG, logger=log.name)
+    log.addHandler(due)
+    try:
+        async with connection(config_file) as client:
+            sid, _ = await open_session(client, tmp_path, gate.server())
+            await gate.wait_started()
+            with anyio.fail_after(TIMEOUT):
+                await due.seen.wait()  # the warm-up's delay has passed
+            # A round trip through the agent: time for a load it did not hold back to start.
+            assert "error" not in await client.request("session/list", {})
+            held_back = list(loads)
+            await gate.release()
+            with anyio.fail_after(SERVER_START_SECONDS):
+                await loaded.wait()
+            reply = await client.prompt(sid, "@tool mcp__gated__ping {}")
+    finally:
+        log.removeHandler(due)
+
+    assert held_back == [], "the schema models loaded while the server was starting"
+    assert loads == ["schema"]
+    text = "".join(u["content"]["text"] for _, u in updates_of(client, "agent_message_chunk"))
+    assert reply["result"] == {"stopReason": "end_turn"}
+    assert "Tool mcp__gated__ping returned:\npong" in text
 
 
 @pytest.mark.parametrize("method", ["session/load", "session/resume", "session/fork"])
