@@ -15,10 +15,10 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..config import AgentConfig
 from ..knowledge.prompt_files import PromptFile, expand
-from ..mcp_bridge import McpPromptInfo
 from ..messages import (
     CommandInfo,
     CommandsChanged,
@@ -39,6 +39,10 @@ from .records import EventRecord
 from .servers import McpError, McpServers, PromptUsageError
 from .session import QueuePlace, Session
 from .turns import TurnRunner
+
+if TYPE_CHECKING:
+    # The plain data of MCP prompts loads with the first server (it is ~15 classes).
+    from ..mcp_bridge import McpPromptInfo
 
 log = logging.getLogger(__name__)
 
