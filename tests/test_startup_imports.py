@@ -1,11 +1,11 @@
 """What a freshly started agent imports before it is usable: no vendor SDK, no `mcp`.
 
 The agent runs as a subprocess under `python -X importtime`, which writes a line to stderr
-as each module finishes importing (by an `import` statement: a module that
-`importlib.import_module` loads has no line of its own, only what it imports); stderr is
-unbuffered, so once an answer is on stdout, every import that happened before it is in the
-file. The agent imports on at once, so the tests read the file only up to the mark it
-writes before each answer (`MARKING_AGENT`).
+as each module finishes importing; stderr is unbuffered, so once an answer is on stdout,
+every import that happened before it is in the file. The agent imports on at once, so the
+tests read the file only up to the mark it writes before each answer (`MARKING_AGENT`). A
+module that `importlib.import_module` loads (the MCP bridge's names, the turn side) has no
+line of its own, so each mark also lists `sys.modules` as it stands.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ frames = 0
 def mark_then_write(fd, data):
     global frames
     frames += data.count(b"\\n")
-    sys.stderr.write({WRITING_MARK!r} + str(frames) + "\\n")
+    sys.stderr.write({WRITING_MARK!r} + str(frames) + " " + ",".join(list(sys.modules)) + "\\n")
     sys.stderr.flush()
     write_all(fd, data)
 
@@ -54,9 +54,10 @@ runpy.run_module("acp_agent", run_name="__main__", alter_sys=True)
 """
 """`python -m acp_agent` that marks in stderr each time it is about to write frames (the
 fast path's `initialize` answer, then the server's writes), with how many it will have
-written: the agent imports on at once after an answer, so the client, reading stderr once
-the answer arrived, could see later imports; what came before the mark came before the
-answer. The mark goes first, so it is in the file when the answer arrives."""
+written and the modules loaded by then: the agent imports on at once after an answer, so
+the client, reading stderr once the answer arrived, could see later imports; what came
+before the mark came before the answer. The mark goes first, so it is in the file when the
+answer arrives."""
 
 
 class Agent:
@@ -118,8 +119,10 @@ class Agent:
         lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
         written = len(self._received)
         for index, line in enumerate(lines):
-            if line.startswith(WRITING_MARK) and int(line.removeprefix(WRITING_MARK)) >= written:
-                return self._imports(lines[:index])
+            if line.startswith(WRITING_MARK):
+                count, loaded = line.removeprefix(WRITING_MARK).split(" ", 1)
+                if int(count) >= written:
+                    return self._imports(lines[:index]) | set(loaded.split(","))
         raise AssertionError(f"no mark of the agent writing frame {written}")
 
     @staticmethod
@@ -132,7 +135,8 @@ class Agent:
 
     def stderr_tail(self) -> str:
         lines = self.stderr_path.read_text(encoding="utf-8").splitlines()
-        return "\n".join(line for line in lines if not line.startswith("import time:"))[-3000:]
+        told = [line for line in lines if not line.startswith(("import time:", WRITING_MARK))]
+        return "\n".join(told)[-3000:]
 
     def close(self) -> None:
         self._pipe(self.process.stdin).close()
@@ -288,7 +292,7 @@ def test_a_new_session_answers_before_any_vendor_sdk_or_mcp_is_imported(
     }
     assert not turn_side & loaded, sorted(turn_side & loaded)
     # Nor, for a session without MCP servers, the bridge's hub and transports.
-    bridge = {"acp_agent.mcp_bridge._link", "acp_agent.mcp_bridge._stdio_transport"}
+    bridge = {f"acp_agent.mcp_bridge.{name}" for name in ("hub", "_link", "_stdio_transport")}
     assert not bridge & loaded, sorted(bridge & loaded)
 
 
@@ -405,6 +409,8 @@ def test_the_first_prompt_streams_without_the_schema_models(
     assert reply  # the echo provider answered
     assert at_first_chunk is not None
     assert "acp.schema" not in at_first_chunk
+    # Nor, without MCP servers, the bridge's plain data of their tools and prompts.
+    assert "acp_agent.mcp_bridge.model" not in at_first_chunk
 
 
 def test_the_first_prompt_to_an_openai_compatible_server_streams_without_the_openai_sdk(
