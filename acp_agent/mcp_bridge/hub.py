@@ -306,7 +306,7 @@ class McpHub:
         started: dict[str, StartedServer | Exception] = {}
         try:
             if self._links:
-                # The stdio servers start first, then the `mcp` SDK's client (~0.35 s of
+                # The stdio servers start first, then the `mcp` SDK's client (~0.4 s of
                 # imports) loads in a worker thread while they do: the wait is the longer of
                 # the two, not their sum; the loop goes on serving the other sessions.
                 await self._start_stdio_servers(started)

@@ -75,7 +75,7 @@ class AcpAgent(Protocol):
     async def auth_status(self, request: AuthStatus) -> Answer: ...
     async def settled(self) -> None:
         """Returns once nothing a prompt would wait for runs in the background (MCP servers
-        connecting); background work of the server's own waits for it."""
+        connecting): the server's own background work (the schema models) waits for it."""
         ...
 
     async def auth_changed(self) -> None:
